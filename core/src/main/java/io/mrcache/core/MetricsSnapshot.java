@@ -1,0 +1,44 @@
+package io.mrcache.core;
+
+import java.util.Map;
+import org.HdrHistogram.Histogram;
+
+/**
+ * A point-in-time copy of a cache's metrics.
+ *
+ * @param counters            every {@link CacheCounter} and its count
+ * @param pinnedBytes         bytes pinned by registrations not yet deregistered (page-aligned spans)
+ * @param regions             registrations not yet deregistered
+ * @param registrationNanos   latency of successful register calls, in nanoseconds
+ * @param registrationBytes   size of successful register calls, in bytes
+ */
+public record MetricsSnapshot(Map<CacheCounter, Long> counters, long pinnedBytes, long regions,
+        Histogram registrationNanos, Histogram registrationBytes) {
+
+    public long get(CacheCounter counter) {
+        return counters.getOrDefault(counter, 0L);
+    }
+
+    /** Hits over hits plus misses, or 0 before any acquire. */
+    public double hitRatio() {
+        long hits = get(CacheCounter.HITS);
+        long total = hits + get(CacheCounter.MISSES);
+        return total == 0 ? 0 : (double) hits / total;
+    }
+
+    /** One line per counter and a latency summary, for humans. */
+    public String format() {
+        StringBuilder sb = new StringBuilder();
+        for (CacheCounter c : CacheCounter.values()) {
+            sb.append(String.format("  %-34s %,15d%n", c.label(), get(c)));
+        }
+        sb.append(String.format("  %-34s %,15d%n", "pinned bytes", pinnedBytes));
+        sb.append(String.format("  %-34s %,15d%n", "regions", regions));
+        if (registrationNanos.getTotalCount() > 0) {
+            sb.append(String.format("  %-34s p50 %,.1f us  p99 %,.1f us  max %,.1f us%n", "registration latency",
+                    registrationNanos.getValueAtPercentile(50) / 1e3,
+                    registrationNanos.getValueAtPercentile(99) / 1e3, registrationNanos.getMaxValue() / 1e3));
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,875 @@
+package io.mrcache.core;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.Policy;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import io.mrcache.core.events.EvictionEvent;
+import io.mrcache.core.events.InvalidationEvent;
+import io.mrcache.core.events.RegistrationEvent;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+
+/**
+ * An interval-keyed cache of memory registrations: {@link #acquire} a {@link Lease} for (address, length,
+ * access), {@link Lease#close() release} it, and {@link #invalidate} ranges from allocator free hooks.
+ *
+ * <h2>Contract (postconditions; the invariants of SAFETY-MODEL.md)</h2>
+ * <ul>
+ * <li>I1: after {@code invalidate(r)} returns, no {@code acquire} that starts afterwards returns a region
+ * that overlaps {@code r} and was registered before {@code invalidate(r)} began. A registration in flight
+ * while {@code invalidate(r)} runs, and overlapping {@code r}, is never published; it is deregistered.
+ * <li>I2: a region is deregistered exactly once, only when it is unreachable for new acquires and unleased.
+ * <li>I3: the stage returned by {@code invalidate(r)} completes only when every registration that overlapped
+ * {@code r} (published, retired but leased, or in flight) has been deregistered.
+ * <li>I4: after {@link #close()} and the release of every lease, each register has exactly one deregister.
+ * <li>I5: idle regions are evicted to stay within the {@link Budget}; leased regions never are.
+ * <li>I6: a lease covers its request with at least its rights; a remote region is exactly one request's
+ * range, never merged, and serves only requests inside it with equal remote rights.
+ * <li>I8: on {@code ENOMEM} idle regions are evicted and the registration retried once; then the error names
+ * the pinned bytes, the budget and {@code RLIMIT_MEMLOCK}.
+ * </ul>
+ *
+ * <h2>Concurrency</h2>
+ * <p>Read without a lock: {@link #index}, an immutable {@link RegionIndex} published through a volatile
+ * field, and each {@link Region}'s state word (lease count plus a RETIRED bit). A hit is one volatile read
+ * of the index, a binary search, and one compare-and-set on the region's state ({@link Region#tryRetain}),
+ * which fails once the region is retired. Nothing else is shared on the hit path but striped counters.
+ *
+ * <p>Written under {@link #lock} only: the index, the index of retired-but-not-yet-deregistered regions
+ * ({@link #retiring}) and the list of in-flight registrations ({@link #pending}). No registrar call and no
+ * eviction-policy call is ever made under the lock: {@code register}/{@code deregister} run outside it, so
+ * a slow {@code ibv_reg_mr} never blocks hits, other misses' planning, or free hooks.
+ *
+ * <p>Publication against invalidation. Every way out of the index (invalidate, eviction, merge, access
+ * upgrade, close) first swaps in a new index without the region, under the lock, and then sets its RETIRED
+ * bit. A reader holding the old index either retained the region before the bit was set (its lease is then
+ * ordered before the retirement, and the deregistration waits for its release: I2, I3) or fails and retries
+ * on the slow path, which sees the new index. So once {@code invalidate(r)} has returned, an acquire that
+ * starts later can neither find nor retain a region retired by it (I1). A miss registers an entry of
+ * {@link #pending} added under the lock; {@code invalidate} marks every overlapping pending entry doomed
+ * under the same lock; the owner checks the mark under the lock before publishing. Hence a registration
+ * that overlaps an invalidation which took the lock after the registration was planned is never published
+ * (H4) and is deregistered before the invalidation's stage completes.
+ *
+ * <p>Exactly-once deregistration. The state word moves to exactly RETIRED (no leases) once: either the
+ * retirer sees it idle ({@link Region#retire}, {@link Region#tryRetireIdle}) or the last release of a
+ * retired region ({@link Region#releaseLease}) does. That one thread deregisters (I2, I4). Eviction retires
+ * only by a compare-and-set from "live, zero leases", so it can never take a region from under a
+ * concurrent acquire (H5).
+ *
+ * <p>Free-hook fast path. {@code invalidate} of a range that nothing overlaps takes no lock and allocates
+ * nothing: it reads {@link #pendingCount}, then {@link #index}, then {@link #retiring}. Writers publish in
+ * the opposite order (a published region enters the index before it leaves the pending count; a retired
+ * region enters {@code retiring} before it leaves the index), so a region that existed when the invalidate
+ * began is seen by one of the three reads.
+ *
+ * <h2>Eviction</h2>
+ * <p>Every published region is entered in a Caffeine cache used as the policy (W-TinyLFU), weighted by
+ * pinned pages and bounded by the budget. A release that leaves a region idle records the access. When
+ * Caffeine evicts an entry, the listener retires it only if {@link Region#tryRetireIdle} proves it idle;
+ * a leased victim stays cached and re-enters the policy at its next idle moment. Before each registration,
+ * the cache also walks Caffeine's coldest entries to make room for the new region within both bounds
+ * (bytes and count). Evicted regions are unlinked and deregistered by the thread that made the policy call,
+ * outside every lock.
+ *
+ * <p>References: UCX {@code src/ucs/memory/rcache.c} (merging, access union, deferred deregistration),
+ * Caffeine {@code BoundedLocalCache} (the layout of this comment), SAFETY-MODEL.md (the invariants).
+ */
+public final class RegistrationCache implements AutoCloseable {
+    private static final CompletionStage<Void> DONE = CompletableFuture.<Void>completedFuture(null)
+            .minimalCompletionStage();
+    /** Policy weights are in pages of this size, so a weight fits an int. */
+    private static final long WEIGHT_UNIT = 4096;
+
+    private final Registrar registrar;
+    private final long alignment;
+    private final Budget budget;
+    private final MergePolicy mergePolicy;
+    private final boolean widenRemote;
+    private final LongSupplier nanoClock;
+    private final LeakDetector leakDetector;
+    /** Deliberate bugs for proofs that tests can fail (package-private; see {@link Fault}). */
+    private final int faults;
+
+    private volatile RegionIndex index = RegionIndex.EMPTY;
+    /** Retired regions whose deregistration has not completed (leased, or about to be deregistered). */
+    private volatile RegionIndex retiring = RegionIndex.EMPTY;
+    private final ReentrantLock lock = new ReentrantLock();
+    /** In-flight registrations; guarded by {@link #lock}. */
+    private final List<PendingRegistration> pending = new ArrayList<>();
+    private volatile int pendingCount;
+    private volatile boolean closed;
+    private CompletableFuture<Void> closeCompletion; // guarded by lock
+
+    private final Cache<Region, Region> policy;
+    private final Policy.Eviction<Region, Region> policyEviction;
+    /** Regions the policy retired, waiting to be unlinked and deregistered. */
+    private final ConcurrentLinkedQueue<Region> evicted = new ConcurrentLinkedQueue<>();
+    private final CacheMetrics metrics = new CacheMetrics();
+
+    private RegistrationCache(Builder b) {
+        this.registrar = b.registrar;
+        this.alignment = b.alignment;
+        this.budget = b.budget;
+        this.mergePolicy = b.mergePolicy;
+        this.widenRemote = b.widenRemote;
+        this.nanoClock = b.nanoClock;
+        this.faults = b.faults;
+        this.leakDetector = b.leakDetection
+                ? new LeakDetector(b.leakListener, () -> metrics.increment(CacheCounter.LEAKED_LEASES))
+                : null;
+        long maxWeight = budget.maxPinnedBytes() == Long.MAX_VALUE
+                ? (budget.maxRegions() == Integer.MAX_VALUE ? Long.MAX_VALUE : budget.maxRegions())
+                : Math.max(1, budget.maxPinnedBytes() / WEIGHT_UNIT);
+        boolean byBytes = budget.maxPinnedBytes() != Long.MAX_VALUE;
+        this.policy = Caffeine.newBuilder()
+                .maximumWeight(maxWeight)
+                .<Region, Region>weigher((k, v) -> byBytes
+                        ? (int) Math.min(Integer.MAX_VALUE, Math.max(1, (k.pinnedBytes + WEIGHT_UNIT - 1) / WEIGHT_UNIT))
+                        : 1)
+                .executor(Runnable::run)
+                .evictionListener((Region k, Region v, RemovalCause cause) -> onPolicyEviction(k, cause))
+                .build();
+        this.policyEviction = policy.policy().eviction().orElseThrow();
+    }
+
+    public static Builder builder(Registrar registrar) {
+        return new Builder(registrar);
+    }
+
+    // ------------------------------------------------------------------ acquire / release
+
+    /**
+     * Returns a lease whose registration covers {@code [address, address + length)} with at least
+     * {@code access} rights ({@link Access} bits). A hit takes no lock. A miss registers outside every
+     * lock; concurrent misses that one registration serves register once.
+     *
+     * @throws IllegalArgumentException on a non-positive length, a negative or overflowing range, or an empty
+     *                                  or unknown access mask (the cache is unchanged)
+     * @throws IllegalStateException    when the cache is closed
+     * @throws RegistrationException    when the registrar fails ({@link PinnedMemoryExhaustedException} after
+     *                                  ENOMEM recovery failed)
+     */
+    public Lease acquire(long address, long length, int access) {
+        long end = checkRange("acquire", address, length);
+        Access.validate(access);
+        Region r = index.findServing(address, end, access, widenRemote);
+        if (r != null && r.tryRetain()) {
+            metrics.increment(CacheCounter.HITS);
+            return lease(r, address, length);
+        }
+        return acquireSlow(address, end, access);
+    }
+
+    private Lease acquireSlow(long address, long end, int access) {
+        long length = end - address;
+        for (;;) {
+            drainEvicted();
+            PendingRegistration p;
+            boolean owner = false;
+            lock.lock();
+            try {
+                if (closed) {
+                    throw new IllegalStateException("acquire(0x" + Long.toHexString(address) + ", " + length
+                            + ") on a closed RegistrationCache: close() was called; build a new cache");
+                }
+                Region r = index.findServing(address, end, access, widenRemote);
+                if (r != null && r.tryRetain()) {
+                    metrics.increment(CacheCounter.HITS);
+                    return lease(r, address, length);
+                }
+                p = findPending(address, end, access);
+                if (p == null) {
+                    p = plan(address, end, access);
+                    pending.add(p);
+                    pendingCount = pending.size();
+                    owner = true;
+                }
+            } finally {
+                lock.unlock();
+            }
+            Region r;
+            if (owner) {
+                metrics.increment(CacheCounter.MISSES);
+                r = registerAndPublish(p); // holds one lease for us when non-null
+            } else {
+                metrics.increment(CacheCounter.SINGLE_FLIGHT_JOINS);
+                r = p.await();
+                if (r != null && !r.tryRetain()) {
+                    r = null; // invalidated right after publication: retry
+                }
+            }
+            if (r != null) {
+                return lease(r, address, length);
+            }
+        }
+    }
+
+    private PendingRegistration findPending(long from, long to, int access) {
+        for (PendingRegistration p : pending) {
+            if (!p.doomed && p.serves(from, to, access, widenRemote)) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /** Decides what a miss registers and which live regions it replaces. Under the lock. */
+    private PendingRegistration plan(long address, long end, int access) {
+        List<Region> supersedes = new ArrayList<>(2);
+        if (Access.isRemote(access) && !widenRemote) {
+            // exactly the requested bytes; replace only a narrower remote region of the same range
+            for (Region r : index.overlapping(address, end)) {
+                if (r.isLive() && r.isRemote() && r.start == address && r.end == end
+                        && Access.includes(access, r.access)) {
+                    supersedes.add(r);
+                }
+            }
+            return new PendingRegistration(address, end, access, List.copyOf(supersedes), !supersedes.isEmpty());
+        }
+        long from = alignDown(address);
+        long to = alignUp(end);
+        int rights = access;
+        boolean upgrade = false;
+        long reach = mergePolicy == MergePolicy.OVERLAPPING_AND_ADJACENT ? 1 : 0;
+        boolean grew = true;
+        while (grew) { // a merge may widen the range onto more regions
+            grew = false;
+            for (Region r : index.overlapping(Math.max(0, from - reach), to + reach)) {
+                if (!r.isLive() || supersedes.contains(r) || (r.isRemote() && !widenRemote)) {
+                    continue;
+                }
+                boolean covers = r.start <= address && r.end >= end; // [ ( ) ]: lacks rights, else it hit
+                if (mergePolicy == MergePolicy.NONE && !covers) {
+                    continue;
+                }
+                upgrade |= covers;
+                supersedes.add(r);
+                from = Math.min(from, r.start);
+                to = Math.max(to, r.end);
+                rights |= r.access;
+                grew = true;
+            }
+        }
+        return new PendingRegistration(from, to, rights, List.copyOf(supersedes), upgrade);
+    }
+
+    /** Registers a planned entry outside the lock and publishes it unless doomed; null means retry. */
+    private Region registerAndPublish(PendingRegistration p) {
+        RegistrationEvent event = new RegistrationEvent();
+        event.begin();
+        long started = nanoClock.getAsLong();
+        Registration reg;
+        try {
+            reg = registerRecovering(p);
+            checkRegistrarResult(p, reg);
+        } catch (RuntimeException e) {
+            lock.lock();
+            try {
+                removePending(p);
+            } finally {
+                lock.unlock();
+            }
+            metrics.increment(CacheCounter.REGISTRATION_FAILURES);
+            p.failed(e);
+            commit(event, p, "failed");
+            throw e;
+        }
+        long pinned = pagesSpan(reg.address(), reg.end());
+        metrics.registered(pinned, nanoClock.getAsLong() - started, reg.length());
+        Region region = new Region(reg, pinned, 1);
+        List<Region> superseded = List.of();
+        List<Region> toDeregister = List.of();
+        boolean publish;
+        lock.lock();
+        try {
+            removePending(p);
+            publish = !p.doomed || hasFault(Fault.PUBLISH_DOOMED);
+            if (publish) {
+                superseded = p.supersedes.stream().filter(index::contains).toList();
+                retiring = retiring.withAll(superseded);
+                index = index.with(region, superseded);
+                toDeregister = retireAll(superseded);
+            } else {
+                region.retire();
+                retiring = retiring.withAll(List.of(region));
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (!publish) {
+            metrics.increment(CacheCounter.DISCARDED_IN_FLIGHT);
+            commit(event, p, "discarded");
+            region.releaseLease();
+            deregister(region);
+            p.discarded();
+            return null;
+        }
+        commit(event, p, "published");
+        if (!superseded.isEmpty()) {
+            metrics.increment(p.upgrade ? CacheCounter.ACCESS_UPGRADES : CacheCounter.MERGES);
+            superseded.forEach(policy::invalidate);
+        }
+        policy.put(region, region); // Caffeine may evict here (TinyLFU admission), the new region included
+        deregisterAll(toDeregister);
+        p.published(region);
+        drainEvicted();
+        if (makeRoom()) {
+            metrics.increment(CacheCounter.BUDGET_OVERRUNS);
+        }
+        return region;
+    }
+
+    private Registration registerRecovering(PendingRegistration p) {
+        long length = p.end - p.start;
+        try {
+            return registrar.register(p.start, length, p.access);
+        } catch (RegistrationException e) {
+            if (e.errno() != RegistrationException.ENOMEM) {
+                throw e;
+            }
+            int evictedCount = evictIdle();
+            try {
+                Registration reg = registrar.register(p.start, length, p.access);
+                metrics.increment(CacheCounter.ENOMEM_RECOVERIES);
+                return reg;
+            } catch (RegistrationException again) {
+                if (again.errno() != RegistrationException.ENOMEM) {
+                    throw again;
+                }
+                throw new PinnedMemoryExhaustedException(exhaustedMessage(p, evictedCount), metrics.pinnedBytes.get(),
+                        again);
+            }
+        }
+    }
+
+    private String exhaustedMessage(PendingRegistration p, int evictedCount) {
+        long limit = registrar.memlockLimit();
+        return String.format("registering %,d bytes at 0x%x (%s) failed with ENOMEM, also after evicting %d idle"
+                + " regions and retrying: this cache holds %,d bytes pinned in %,d regions (budget %s bytes, %s"
+                + " regions), RLIMIT_MEMLOCK is %s. Raise RLIMIT_MEMLOCK (ulimit -l, or 'memlock' in"
+                + " /etc/security/limits.conf), set the cache budget below it, or release leases sooner.",
+                p.end - p.start, p.start, Access.describe(p.access), evictedCount, metrics.pinnedBytes.get(),
+                metrics.regions.get(), bound(budget.maxPinnedBytes()), bound(budget.maxRegions()),
+                limit < 0 ? "unknown to this registrar" : String.format("%,d bytes", limit));
+    }
+
+    private static String bound(long v) {
+        return v == Long.MAX_VALUE || v == Integer.MAX_VALUE ? "unlimited" : String.format("%,d", v);
+    }
+
+    private void checkRegistrarResult(PendingRegistration p, Registration reg) {
+        if (reg == null || reg.address() > p.start || reg.end() < p.end || !Access.includes(reg.access(), p.access)) {
+            if (reg != null) {
+                registrar.deregister(reg);
+            }
+            throw new IllegalStateException("registrar " + registrar.getClass().getName() + " returned " + reg
+                    + " for a request of [0x" + Long.toHexString(p.start) + ", 0x" + Long.toHexString(p.end) + ") "
+                    + Access.describe(p.access) + ": a registration must cover the range with the rights");
+        }
+    }
+
+    private void removePending(PendingRegistration p) {
+        pending.remove(p);
+        pendingCount = pending.size();
+    }
+
+    /** Called by {@link Lease#close()}. */
+    void release(Region r) {
+        long after = r.releaseLease();
+        if (after == Region.RETIRED_BIT) {
+            metrics.increment(CacheCounter.DEFERRED_DEREGISTRATIONS);
+            deregister(r);
+            return;
+        }
+        if (after == 0) {
+            if (r.untracked) { // the policy dropped it while leased: re-enter now that it is idle
+                r.untracked = false;
+                policy.put(r, r);
+                if (!r.isLive()) {
+                    policy.invalidate(r);
+                }
+            } else {
+                policy.getIfPresent(r); // records the access for the policy
+            }
+            drainEvicted();
+            makeRoom();
+        }
+    }
+
+    private Lease lease(Region r, long address, long length) {
+        if (leakDetector == null) {
+            return new Lease(this, r, address, length, null);
+        }
+        LeakDetector.Tracker tracker = leakDetector.newTracker(address, length, r.access);
+        Lease lease = new Lease(this, r, address, length, tracker);
+        tracker.watch(lease);
+        return lease;
+    }
+
+    // ------------------------------------------------------------------ invalidation
+
+    /**
+     * Unlinks every region overlapping {@code [address, address + length)} and dooms overlapping in-flight
+     * registrations. The returned stage completes when all of them are deregistered (I3): only then may the
+     * memory be reused. Idempotent; when nothing overlaps it takes no lock and allocates nothing.
+     * It completes exceptionally if a deregistration failed (the memory must then not be reused).
+     *
+     * @throws IllegalArgumentException on a non-positive length or a negative or overflowing range
+     */
+    public CompletionStage<Void> invalidate(long address, long length) {
+        long end = checkRange("invalidate", address, length);
+        // read order matters: see "Free-hook fast path" in the class comment
+        if (pendingCount == 0 && !index.overlapsAny(address, end) && !retiring.overlapsAny(address, end)) {
+            return DONE;
+        }
+        return invalidateSlow(address, end);
+    }
+
+    /** {@link #invalidate} and wait for its completion; rethrows a failed deregistration. */
+    public void invalidateAndWait(long address, long length) {
+        await(invalidate(address, length));
+    }
+
+    private CompletionStage<Void> invalidateSlow(long address, long end) {
+        InvalidationEvent event = new InvalidationEvent();
+        event.begin();
+        List<CompletableFuture<Void>> waits = new ArrayList<>();
+        List<Region> gone;
+        List<Region> toDeregister;
+        int doomed = 0;
+        lock.lock();
+        try {
+            gone = index.overlapping(address, end);
+            if (!hasFault(Fault.SKIP_UNLINK)) {
+                retiring = retiring.withAll(gone);
+                index = index.with(null, gone);
+                toDeregister = retireAll(gone);
+            } else {
+                gone = List.of();
+                toDeregister = List.of();
+            }
+            for (Region r : retiring.overlapping(address, end)) {
+                waits.add(r.deregistered);
+            }
+            for (PendingRegistration p : pending) {
+                if (p.overlaps(address, end)) {
+                    if (!p.doomed) {
+                        doomed++;
+                    }
+                    p.doomed = true;
+                    waits.add(p.settled);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (!gone.isEmpty() || doomed > 0) {
+            metrics.increment(CacheCounter.INVALIDATIONS);
+            metrics.add(CacheCounter.INVALIDATED_REGIONS, gone.size());
+        }
+        gone.forEach(policy::invalidate);
+        deregisterAll(toDeregister);
+        if (event.shouldCommit()) {
+            event.address = address;
+            event.length = end - address;
+            event.regions = gone.size();
+            event.inFlight = doomed;
+            event.commit();
+        }
+        if (hasFault(Fault.COMPLETE_EARLY)) {
+            return DONE;
+        }
+        return waits.isEmpty() ? DONE : CompletableFuture.allOf(waits.toArray(CompletableFuture[]::new));
+    }
+
+    /** Retires unlinked regions (already moved to {@link #retiring}); returns the idle ones to deregister. */
+    private List<Region> retireAll(List<Region> gone) {
+        List<Region> idle = new ArrayList<>(gone.size());
+        for (Region r : gone) {
+            if (r.retire()) {
+                idle.add(r);
+            }
+        }
+        return idle;
+    }
+
+    // ------------------------------------------------------------------ eviction
+
+    private void onPolicyEviction(Region r, RemovalCause cause) {
+        if (!cause.wasEvicted()) {
+            return;
+        }
+        if (r.tryRetireIdle() || (hasFault(Fault.EVICT_LEASED) && r.isLive() && retireLeasedForFault(r))) {
+            evicted.add(r);
+        } else if (r.isLive()) {
+            r.untracked = true;
+        }
+    }
+
+    /**
+     * Evicts the policy's coldest idle regions until the cache is within both bounds of the budget. Caffeine
+     * enforces one bound itself at each put; this covers the other, and regions that were leased when
+     * Caffeine chose them.
+     *
+     * @return true when the cache is still over budget (every remaining region is leased)
+     */
+    private boolean makeRoom() {
+        if (!budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get())) {
+            return false;
+        }
+        long excessBytes = metrics.pinnedBytes.get() - budget.maxPinnedBytes();
+        long excessRegions = metrics.regions.get() - budget.maxRegions();
+        List<Region> victims = policyEviction.coldest(stream -> {
+            List<Region> picked = new ArrayList<>();
+            long freedBytes = 0;
+            var it = stream.iterator();
+            while (it.hasNext() && (freedBytes < excessBytes || picked.size() < excessRegions)) {
+                Region r = it.next().getKey();
+                if (r.isIdle()) {
+                    picked.add(r);
+                    freedBytes += r.pinnedBytes;
+                }
+            }
+            return picked;
+        });
+        for (Region r : victims) {
+            if (r.tryRetireIdle()) {
+                evicted.add(r);
+            }
+        }
+        drainEvicted();
+        return budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get());
+    }
+
+    /**
+     * Evicts every idle region (for example before a fork, or to give memory back).
+     *
+     * @return how many regions were evicted
+     */
+    public int evictIdle() {
+        int n = 0;
+        for (Region r : index.all()) {
+            if (r.tryRetireIdle()) {
+                evicted.add(r);
+                n++;
+            }
+        }
+        drainEvicted();
+        return n;
+    }
+
+    /** Unlinks and deregisters regions the policy retired. Outside every lock. */
+    private void drainEvicted() {
+        if (evicted.isEmpty()) {
+            return;
+        }
+        List<Region> batch = new ArrayList<>();
+        for (Region r; (r = evicted.poll()) != null;) {
+            batch.add(r);
+        }
+        if (batch.isEmpty()) {
+            return;
+        }
+        lock.lock();
+        try {
+            retiring = retiring.withAll(batch);
+            index = index.with(null, batch);
+        } finally {
+            lock.unlock();
+        }
+        for (Region r : batch) {
+            metrics.increment(CacheCounter.EVICTIONS);
+            policy.invalidate(r);
+            EvictionEvent event = new EvictionEvent();
+            if (event.shouldCommit()) {
+                event.address = r.start;
+                event.length = r.end - r.start;
+                event.reason = "budget";
+                event.commit();
+            }
+            if (r.leases() == 0) {
+                deregister(r);
+            } // else only with Fault.EVICT_LEASED: the broken variant deregisters at release
+        }
+    }
+
+    // ------------------------------------------------------------------ deregistration
+
+    private void deregisterAll(List<Region> regions) {
+        for (Region r : regions) {
+            deregister(r);
+        }
+    }
+
+    /** The single deregistration of a retired region; called by whoever the state word elected. */
+    private void deregister(Region r) {
+        try {
+            registrar.deregister(r.registration);
+            metrics.deregistered(r.pinnedBytes);
+            r.deregistered.complete(null);
+        } catch (RuntimeException e) {
+            metrics.increment(CacheCounter.DEREGISTRATION_FAILURES);
+            int errno = e instanceof RegistrationException re ? re.errno() : 0;
+            r.deregistered.completeExceptionally(new RegistrationException("deregister of " + r.registration
+                    + " failed: " + e.getMessage() + "; its memory is still registered and must not be reused",
+                    errno, e));
+        }
+        lock.lock();
+        try {
+            retiring = retiring.with(null, List.of(r));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ------------------------------------------------------------------ close
+
+    /**
+     * Closes the cache: later acquires fail, every region is retired and every in-flight registration
+     * doomed. The stage completes when everything is deregistered (leases still held are waited for).
+     */
+    public CompletionStage<Void> closeAsync() {
+        List<Region> toDeregister;
+        List<Region> gone;
+        CompletableFuture<Void> done;
+        lock.lock();
+        try {
+            if (closeCompletion != null) {
+                return closeCompletion.minimalCompletionStage();
+            }
+            closed = true;
+            gone = index.all();
+            retiring = retiring.withAll(gone);
+            index = RegionIndex.EMPTY;
+            toDeregister = retireAll(gone);
+            List<CompletableFuture<Void>> waits = new ArrayList<>();
+            for (Region r : retiring.all()) {
+                waits.add(r.deregistered);
+            }
+            for (PendingRegistration p : pending) {
+                p.doomed = true;
+                waits.add(p.settled);
+            }
+            done = CompletableFuture.allOf(waits.toArray(CompletableFuture[]::new));
+            closeCompletion = done;
+        } finally {
+            lock.unlock();
+        }
+        gone.forEach(policy::invalidate);
+        deregisterAll(toDeregister);
+        drainEvicted();
+        return done.minimalCompletionStage();
+    }
+
+    /**
+     * {@link #closeAsync()} and wait. Release this thread's leases first: the wait includes them.
+     */
+    @Override
+    public void close() {
+        await(closeAsync());
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    // ------------------------------------------------------------------ metrics and introspection
+
+    public MetricsSnapshot metrics() {
+        return metrics.snapshot();
+    }
+
+    public long pinnedBytes() {
+        return metrics.pinnedBytes.get();
+    }
+
+    /** Published (acquirable) regions now. */
+    public int regionCount() {
+        return index.size();
+    }
+
+    public Budget budget() {
+        return budget;
+    }
+
+    public long alignment() {
+        return alignment;
+    }
+
+    /** A copy of the published registrations, for diagnostics. */
+    public List<Registration> registrations() {
+        return index.all().stream().map(r -> r.registration).toList();
+    }
+
+    @Override
+    public String toString() {
+        return "RegistrationCache[regions=" + index.size() + ", pinnedBytes=" + metrics.pinnedBytes.get()
+                + ", closed=" + closed + "]";
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private static long checkRange(String op, long address, long length) {
+        if (length <= 0) {
+            throw new IllegalArgumentException(op + "(0x" + Long.toHexString(address) + ", " + length
+                    + "): length " + length + " must be > 0");
+        }
+        if (address < 0) {
+            throw new IllegalArgumentException(op + ": address " + address + " (0x" + Long.toHexString(address)
+                    + ") is negative; user-space virtual addresses are below 2^63");
+        }
+        long end = address + length;
+        if (end < 0) {
+            throw new IllegalArgumentException(op + ": address 0x" + Long.toHexString(address) + " + length "
+                    + length + " overflows past 2^63; pass the range's real length");
+        }
+        return end;
+    }
+
+    private long alignDown(long a) {
+        return a & -alignment;
+    }
+
+    private long alignUp(long a) {
+        long up = (a + alignment - 1) & -alignment;
+        return up < 0 ? Long.MAX_VALUE & -alignment : up;
+    }
+
+    private long pagesSpan(long from, long to) {
+        return alignUp(to) - alignDown(from);
+    }
+
+    private static void commit(RegistrationEvent event, PendingRegistration p, String outcome) {
+        if (event.shouldCommit()) {
+            event.address = p.start;
+            event.length = p.end - p.start;
+            event.access = Access.describe(p.access);
+            event.outcome = outcome;
+            event.commit();
+        }
+    }
+
+    private static void await(CompletionStage<Void> stage) {
+        try {
+            stage.toCompletableFuture().join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw e;
+        }
+    }
+
+    private boolean hasFault(Fault f) {
+        return (faults & f.bit) != 0;
+    }
+
+    private boolean retireLeasedForFault(Region r) {
+        r.retire();
+        return true;
+    }
+
+    /**
+     * Deliberate bugs, each disabling one safety step, so that tests and jcstress can show that they catch
+     * it. Package-private: no user can reach them.
+     */
+    enum Fault {
+        /** H4: publish an in-flight registration even when an overlapping invalidation doomed it. */
+        PUBLISH_DOOMED,
+        /** H1: invalidate does not unlink overlapping regions. */
+        SKIP_UNLINK,
+        /** I3: invalidate's stage completes before deferred deregistrations. */
+        COMPLETE_EARLY,
+        /** H5: the policy evicts a leased region without the idle compare-and-set. */
+        EVICT_LEASED;
+
+        final int bit = 1 << ordinal();
+    }
+
+    /** Builds a {@link RegistrationCache}. */
+    public static final class Builder {
+        private final Registrar registrar;
+        private long alignment = 4096;
+        private Budget budget = Budget.UNLIMITED;
+        private MergePolicy mergePolicy = MergePolicy.OVERLAPPING;
+        private boolean widenRemote;
+        private LongSupplier nanoClock = System::nanoTime;
+        private boolean leakDetection;
+        private Consumer<LeakReport> leakListener = LeakDetector::printToStderr;
+        private int faults;
+
+        private Builder(Registrar registrar) {
+            this.registrar = Objects.requireNonNull(registrar, "registrar");
+        }
+
+        /** Local regions are widened to this power of two (default 4096, the x86-64 page size). */
+        public Builder alignment(long alignment) {
+            if (alignment <= 0 || Long.bitCount(alignment) != 1) {
+                throw new IllegalArgumentException("alignment " + alignment
+                        + " must be a power of two > 0, usually the page size (4096)");
+            }
+            this.alignment = alignment;
+            return this;
+        }
+
+        public Builder budget(Budget budget) {
+            this.budget = Objects.requireNonNull(budget, "budget");
+            return this;
+        }
+
+        public Builder mergePolicy(MergePolicy mergePolicy) {
+            this.mergePolicy = Objects.requireNonNull(mergePolicy, "mergePolicy");
+            return this;
+        }
+
+        /**
+         * Lets remote regions merge and serve requests with fewer remote rights, like local ones. This
+         * WIDENS EXPOSURE: an rkey may then open bytes and rights to peers that no request asked to open
+         * (it gives up invariant I6). Off by default.
+         */
+        public Builder allowRemoteMerging(boolean allow) {
+            this.widenRemote = allow;
+            return this;
+        }
+
+        /** The clock for registration latency, in nanoseconds (tests pass a fake). */
+        public Builder clock(LongSupplier nanoClock) {
+            this.nanoClock = Objects.requireNonNull(nanoClock, "clock");
+            return this;
+        }
+
+        /** Reports leases garbage-collected without release, with their acquire stack (costs a stack per acquire). */
+        public Builder leakDetection(boolean on) {
+            this.leakDetection = on;
+            return this;
+        }
+
+        /** Where leak reports go (default: standard error). */
+        public Builder leakListener(Consumer<LeakReport> listener) {
+            this.leakListener = Objects.requireNonNull(listener, "listener");
+            return this;
+        }
+
+        /** Test seam: enables deliberate bugs. Package-private on purpose. */
+        Builder faults(Fault... enabled) {
+            for (Fault f : enabled) {
+                faults |= f.bit;
+            }
+            return this;
+        }
+
+        public RegistrationCache build() {
+            return new RegistrationCache(this);
+        }
+    }
+}
