@@ -292,7 +292,6 @@ public final class RegistrationCache implements AutoCloseable {
         boolean publish;
         lock.lock();
         try {
-            removePending(p);
             publish = !p.doomed || hasFault(Fault.PUBLISH_DOOMED);
             if (publish) {
                 superseded = p.supersedes.stream().filter(index::contains).toList();
@@ -303,6 +302,7 @@ public final class RegistrationCache implements AutoCloseable {
                 region.retire();
                 retiring = retiring.withAll(List.of(region));
             }
+            removePending(p); // last: the free-hook fast path reads pendingCount before the indexes
         } finally {
             lock.unlock();
         }
@@ -597,9 +597,9 @@ public final class RegistrationCache implements AutoCloseable {
                 event.reason = "budget";
                 event.commit();
             }
-            if (r.leases() == 0) {
+            if (r.leases() == 0 || hasFault(Fault.EVICT_LEASED)) { // leases > 0 only in the broken variant
                 deregister(r);
-            } // else only with Fault.EVICT_LEASED: the broken variant deregisters at release
+            }
         }
     }
 
@@ -790,7 +790,7 @@ public final class RegistrationCache implements AutoCloseable {
         SKIP_UNLINK,
         /** I3: invalidate's stage completes before deferred deregistrations. */
         COMPLETE_EARLY,
-        /** H5: the policy evicts a leased region without the idle compare-and-set. */
+        /** H5: the policy evicts and deregisters a leased region, skipping the idle compare-and-set. */
         EVICT_LEASED;
 
         final int bit = 1 << ordinal();
