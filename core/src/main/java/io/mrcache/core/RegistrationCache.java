@@ -74,12 +74,13 @@ import java.util.function.LongSupplier;
  *
  * <h2>Eviction</h2>
  * <p>Every published region is entered in a Caffeine cache used as the policy (W-TinyLFU), weighted by
- * pinned pages and bounded by the budget. A release that leaves a region idle records the access. When
- * Caffeine evicts an entry, the listener retires it only if {@link Region#tryRetireIdle} proves it idle;
- * a leased victim stays cached and re-enters the policy at its next idle moment. Before each registration,
- * the cache also walks Caffeine's coldest entries to make room for the new region within both bounds
- * (bytes and count). Evicted regions are unlinked and deregistered by the thread that made the policy call,
- * outside every lock.
+ * pinned pages (or one per region when only the count is bounded) and bounded by the budget. A release
+ * that leaves a region idle records the access. When Caffeine evicts an entry (its admission may reject
+ * the new region itself), the listener retires it only if {@link Region#tryRetireIdle} proves it idle; a
+ * leased victim stays cached and re-enters the policy at its next idle moment. After each registration and
+ * each release that leaves the cache over budget, {@code makeRoom} walks Caffeine's coldest entries to get
+ * back within both bounds (bytes and count). Evicted regions are unlinked and deregistered by the thread
+ * that made the policy call, outside every lock.
  *
  * <p>References: UCX {@code src/ucs/memory/rcache.c} (merging, access union, deferred deregistration),
  * Caffeine {@code BoundedLocalCache} (the layout of this comment), SAFETY-MODEL.md (the invariants).

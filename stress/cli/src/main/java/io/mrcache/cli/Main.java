@@ -1,0 +1,26 @@
+package io.mrcache.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code mrcache} command line. */
+@Command(name = "mrcache", mixinStandardHelpOptions = true, version = "mrcache 0.1.0",
+        description = "A safe, fast RDMA memory-registration cache for JVM transports.",
+        subcommands = {DemoCommand.class},
+        footer = {"", "Run './mrcache <command> --help' for a command's options."})
+public final class Main implements Runnable {
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /** Runs the command line and returns its exit status (tests call this). */
+    public static int run(String... args) {
+        return new CommandLine(new Main()).execute(args);
+    }
+
+    @Override
+    public void run() {
+        new CommandLine(this).usage(System.out);
+    }
+}

@@ -1,0 +1,54 @@
+package io.mrcache.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class MainTest {
+
+    static String[] capture(String... args) {
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        ByteArrayOutputStream bytesOut = new ByteArrayOutputStream();
+        ByteArrayOutputStream bytesErr = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(bytesOut, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(bytesErr, true, StandardCharsets.UTF_8));
+            int status = Main.run(args);
+            return new String[] {String.valueOf(status), bytesOut.toString(StandardCharsets.UTF_8),
+                bytesErr.toString(StandardCharsets.UTF_8)};
+        } finally {
+            System.setOut(out);
+            System.setErr(err);
+        }
+    }
+
+    @Test
+    void helpListsTheSubcommands() {
+        String[] r = capture("--help");
+        assertEquals("0", r[0]);
+        assertTrue(r[1].contains("demo"), r[1]);
+    }
+
+    @Test
+    void demoRunsItsSafetyChecksAndExitsZero() {
+        String[] r = capture("demo", "--hits", "1000", "--register-us", "1");
+        assertEquals("0", r[0], r[1] + r[2]);
+        assertTrue(r[1].contains("All safety checks passed."), r[1]);
+        assertTrue(r[1].contains("discarded in-flight registrations"), r[1]);
+    }
+
+    @Test
+    void badOptionsExitNonZeroNamingTheOption() {
+        String[] r = capture("demo", "--hits", "-5");
+        assertEquals("2", r[0]);
+        assertTrue(r[2].contains("--hits"), r[2]);
+        String[] unknown = capture("demo", "--nope");
+        assertEquals("2", unknown[0]);
+        assertTrue(unknown[2].contains("--nope"), unknown[2]);
+    }
+}
