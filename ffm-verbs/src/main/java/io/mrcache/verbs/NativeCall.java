@@ -40,7 +40,7 @@ public final class NativeCall {
      *
      * @throws UnsatisfiedLinkError naming the symbol, the library and the package that provides it
      */
-    static MethodHandle withErrno(SymbolLookup lookup, String library, String pkg, String symbol,
+    public static MethodHandle withErrno(SymbolLookup lookup, String library, String pkg, String symbol,
             FunctionDescriptor descriptor, Linker.Option... extra) {
         Linker.Option[] options = new Linker.Option[extra.length + 1];
         options[0] = Linker.Option.captureCallState("errno");
@@ -48,7 +48,7 @@ public final class NativeCall {
         return LINKER.downcallHandle(find(lookup, library, pkg, symbol), descriptor, options);
     }
 
-    static MethodHandle plain(SymbolLookup lookup, String library, String pkg, String symbol,
+    public static MethodHandle plain(SymbolLookup lookup, String library, String pkg, String symbol,
             FunctionDescriptor descriptor, Linker.Option... options) {
         return LINKER.downcallHandle(find(lookup, library, pkg, symbol), descriptor, options);
     }
@@ -63,7 +63,7 @@ public final class NativeCall {
     }
 
     /** Rethrows what a downcall threw; a MethodHandle invocation declares Throwable. */
-    static RuntimeException rethrow(Throwable t) {
+    public static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException re) {
             throw re;
         }

@@ -36,7 +36,7 @@ class MainTest {
 
     @Test
     void demoRunsItsSafetyChecksAndExitsZero() {
-        String[] r = capture("demo", "--hits", "1000", "--register-us", "1");
+        String[] r = capture("demo", "--hits", "1000");
         assertEquals("0", r[0], r[1] + r[2]);
         assertTrue(r[1].contains("All safety checks passed."), r[1]);
         assertTrue(r[1].contains("discarded in-flight registrations"), r[1]);
@@ -50,5 +50,19 @@ class MainTest {
         String[] unknown = capture("demo", "--nope");
         assertEquals("2", unknown[0]);
         assertTrue(unknown[2].contains("--nope"), unknown[2]);
+    }
+
+    @Test
+    void devicesExplainsTheAbsenceOfADeviceWithStatus3() {
+        String[] r = capture("devices");
+        if (r[0].equals("0")) { // a machine with an RDMA device: the table is printed
+            assertTrue(r[1].contains("max_mr_size"), r[1]);
+            return;
+        }
+        assertEquals("3", r[0], r[1] + r[2]);
+        assertTrue(r[1].contains("RLIMIT_MEMLOCK"), r[1]);
+        assertTrue(r[1].contains("rdma link add") || r[1].contains("libibverbs1"), r[1]);
+        String[] help = capture("devices", "--help");
+        assertTrue(help[1].contains("3") && help[1].contains("no RDMA device"), help[1]);
     }
 }

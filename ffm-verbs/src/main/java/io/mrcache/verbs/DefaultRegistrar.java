@@ -1,0 +1,30 @@
+package io.mrcache.verbs;
+
+import io.mrcache.core.Registrar;
+import io.mrcache.verbs.ibv.NoRdmaDeviceException;
+import io.mrcache.verbs.ibv.Verbs;
+import io.mrcache.verbs.ibv.VerbsUnavailableException;
+import io.mrcache.verbs.sim.SimulatedHca;
+import io.mrcache.verbs.sim.SimulatedRegistrar;
+
+/**
+ * Picks the registrar a cache should embed: the first real RDMA device through libibverbs, or, where there
+ * is none (or no libibverbs), the simulated HCA, saying why.
+ *
+ * @param registrar the registrar to use
+ * @param why       one line on what was chosen and why (for logs and the command line)
+ */
+public record DefaultRegistrar(Registrar registrar, String why) {
+
+    public static DefaultRegistrar choose() {
+        try {
+            Verbs verbs = Verbs.load();
+            String device = verbs.deviceNames().get(0);
+            return new DefaultRegistrar(verbs.openRegistrar(device), "RDMA device " + device + " (libibverbs)");
+        } catch (VerbsUnavailableException | NoRdmaDeviceException e) {
+            SimulatedHca hca = new SimulatedHca();
+            return new DefaultRegistrar(SimulatedRegistrar.onNewDomain(hca),
+                    "simulated HCA (real mlock pinning), because: " + e.getMessage());
+        }
+    }
+}
