@@ -50,6 +50,9 @@ public final class Verbs {
     private final MethodHandle deregMr;
     private final MethodHandle forkInit;
     private final MethodHandle isForkInitialized;
+    /** Optional entry points, bound on first use (older libraries lack them). */
+    private volatile MethodHandle regMrIova2;
+    private volatile MethodHandle regDmabufMr;
 
     private Verbs(SymbolLookup lookup) {
         this.lookup = lookup;
@@ -210,6 +213,70 @@ public final class Verbs {
         } catch (Throwable t) {
             throw NativeCall.rethrow(t);
         }
+    }
+
+    /** {@code ibv_reg_mr_iova2(pd, addr, length, iova, access)}: the region is addressed by {@code iova} at the NIC. */
+    MemorySegment regMrIova2(MemorySegment pd, long address, long length, long iova, int ibvAccess) {
+        MethodHandle h = iova2Handle();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = NativeCall.errnoBuffer(arena);
+            MemorySegment mr = (MemorySegment) h.invokeExact(errno, pd, MemorySegment.ofAddress(address), length, iova,
+                    ibvAccess);
+            return checkMr(mr, errno, String.format("ibv_reg_mr_iova2(0x%x, %d bytes, iova 0x%x)", address, length,
+                    iova));
+        } catch (Throwable t) {
+            throw NativeCall.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access)}: registers device memory (a GPU buffer)
+     * exported as a dma-buf file descriptor.
+     */
+    MemorySegment regDmabufMr(MemorySegment pd, long offset, long length, long iova, int fd, int ibvAccess) {
+        MethodHandle h = dmabufHandle();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = NativeCall.errnoBuffer(arena);
+            MemorySegment mr = (MemorySegment) h.invokeExact(errno, pd, offset, length, iova, fd, ibvAccess);
+            return checkMr(mr, errno, String.format("ibv_reg_dmabuf_mr(fd %d, offset %d, %d bytes)", fd, offset,
+                    length));
+        } catch (Throwable t) {
+            throw NativeCall.rethrow(t);
+        }
+    }
+
+    /** Binds the optional entry points now (throws UnsatisfiedLinkError naming a missing one). */
+    void bindOptional() {
+        iova2Handle();
+        dmabufHandle();
+    }
+
+    private MethodHandle iova2Handle() {
+        MethodHandle h = regMrIova2;
+        if (h == null) {
+            h = regMrIova2 = NativeCall.withErrno(lookup, LIBRARY, "libibverbs1 (rdma-core 29 or newer)",
+                    "ibv_reg_mr_iova2", FunctionDescriptor.of(ADDRESS.withTargetLayout(IbvLayouts.IBV_MR), ADDRESS,
+                            ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT));
+        }
+        return h;
+    }
+
+    private MethodHandle dmabufHandle() {
+        MethodHandle h = regDmabufMr;
+        if (h == null) {
+            h = regDmabufMr = NativeCall.withErrno(lookup, LIBRARY, "libibverbs1 (rdma-core 34 or newer)",
+                    "ibv_reg_dmabuf_mr", FunctionDescriptor.of(ADDRESS.withTargetLayout(IbvLayouts.IBV_MR), ADDRESS,
+                            JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT));
+        }
+        return h;
+    }
+
+    private static MemorySegment checkMr(MemorySegment mr, MemorySegment errno, String call) {
+        if (mr.address() == 0) {
+            int e = NativeCall.errno(errno);
+            throw new NativeException(call, e == 0 ? Errno.EINVAL : e);
+        }
+        return mr;
     }
 
     void deregMr(MemorySegment mr) {

@@ -51,6 +51,23 @@ public final class VerbsRegistrar implements Registrar, AutoCloseable {
         return new Registration(address, length, access, lkey, rkey, pd.address(), mr.address());
     }
 
+    /** Registers host memory addressed at the NIC by {@code iova} ({@code ibv_reg_mr_iova2}); deregister as usual. */
+    public Registration registerWithIova(long address, long length, long iova, int access) {
+        MemorySegment mr = verbs.regMrIova2(pd, address, length, iova, toIbvAccess(access));
+        return new Registration(address, length, access, (int) IbvLayouts.MR_LKEY.get(mr, 0L),
+                (int) IbvLayouts.MR_RKEY.get(mr, 0L), pd.address(), mr.address());
+    }
+
+    /**
+     * Registers device memory exported as a dma-buf ({@code ibv_reg_dmabuf_mr}, GPU buffers); the returned
+     * registration's address is the {@code iova}.
+     */
+    public Registration registerDmabuf(int fd, long offset, long length, long iova, int access) {
+        MemorySegment mr = verbs.regDmabufMr(pd, offset, length, iova, fd, toIbvAccess(access));
+        return new Registration(iova, length, access, (int) IbvLayouts.MR_LKEY.get(mr, 0L),
+                (int) IbvLayouts.MR_RKEY.get(mr, 0L), pd.address(), mr.address());
+    }
+
     @Override
     public void deregister(Registration registration) {
         verbs.deregMr(MemorySegment.ofAddress(registration.handle()));
