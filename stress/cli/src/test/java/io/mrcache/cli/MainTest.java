@@ -65,4 +65,24 @@ class MainTest {
         String[] help = capture("devices", "--help");
         assertTrue(help[1].contains("3") && help[1].contains("no RDMA device"), help[1]);
     }
+
+    @Test
+    void costPrintsTheLessonsExampleAndRejectsInvalidValuesByName() throws Exception {
+        String[] r = capture("cost", "--bytes", "4e9", "--link-gbps", "400", "--efficiency", "0.8",
+                "--oversubscription", "2", "--latency-us", "5");
+        assertEquals("0", r[0], r[2]);
+        assertTrue(r[1].contains("0.200005000 s"), r[1]);
+        assertTrue(r[1].contains("20.00 GB/s"), r[1]);
+        for (String[] bad : new String[][] {{"--efficiency", "0"}, {"--oversubscription", "0.5"},
+            {"--link-gbps", "-1"}, {"--latency-us", "-2"}, {"--bytes", "-4"}}) {
+            String[] b = capture("cost", "--bytes", "1e6", bad[0], bad[1]);
+            assertEquals("2", b[0], String.join(" ", bad));
+            assertTrue(b[2].contains(bad[0].replace("--", "").split("-")[0]), bad[0] + ": " + b[2]);
+        }
+        java.nio.file.Path svg = java.nio.file.Files.createTempFile("cost", ".svg");
+        String[] w = capture("cost", "--what-if", "--svg", svg.toString());
+        assertEquals("0", w[0], w[2]);
+        assertTrue(w[1].contains("4 GiB") && w[1].contains("break-even"), w[1]);
+        assertTrue(java.nio.file.Files.readString(svg).contains("id=\"no-cache\""));
+    }
 }

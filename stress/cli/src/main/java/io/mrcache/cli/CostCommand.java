@@ -1,0 +1,159 @@
+package io.mrcache.cli;
+
+import io.mrcache.core.cost.ChartSvg;
+import io.mrcache.core.cost.NetworkModel;
+import io.mrcache.core.cost.RegistrationCostModel;
+import io.mrcache.core.cost.Savings;
+import io.mrcache.verbs.DefaultRegistrar;
+import io.mrcache.verbs.RegistrationCalibrator;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** The message-time model and what caching registrations saves. */
+@Command(name = "cost", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Message time T = latency + bytes / (link_gbps * 1e9 / 8 * efficiency / oversubscription),",
+            "and what caching registrations saves per message size (--what-if)."},
+        footer = {"", "Examples:", "  ./mrcache cost --bytes 4e9 --link-gbps 400 --efficiency 0.8 --oversubscription 2"
+                + " --latency-us 5", "  ./mrcache cost --what-if --calibrate --svg cost.svg"})
+final class CostCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--bytes", description = "Message size in bytes (forms like 4e9 accepted).")
+    Double bytes;
+
+    @Option(names = "--link-gbps", defaultValue = "400", description = "Nominal link rate, Gb/s (default ${DEFAULT-VALUE}).")
+    double linkGbps;
+
+    @Option(names = "--efficiency", defaultValue = "1.0", description = "Protocol efficiency in (0, 1] (default ${DEFAULT-VALUE}).")
+    double efficiency;
+
+    @Option(names = "--oversubscription", defaultValue = "1.0", description = "Oversubscription ratio >= 1 (default ${DEFAULT-VALUE}).")
+    double oversubscription;
+
+    @Option(names = "--latency-us", defaultValue = "0", description = "Fixed latency in microseconds (default ${DEFAULT-VALUE}).")
+    double latencyMicros;
+
+    @Option(names = "--what-if", description = "Print the savings table over message sizes 4 KiB .. 4 GiB.")
+    boolean whatIf;
+
+    @Option(names = "--reuses", defaultValue = "10",
+            description = "Uses of each buffer over its life, for --what-if: the hit ratio is (reuses-1)/reuses unless"
+                    + " --hit-ratio is given (default ${DEFAULT-VALUE}).")
+    double reuses;
+
+    @Option(names = "--hit-ratio", description = "Share of acquires that hit, in [0, 1] (overrides --reuses).")
+    Double hitRatio;
+
+    @Option(names = "--hit-ns", defaultValue = "50", description = "Cost of a cache hit in ns (default ${DEFAULT-VALUE}).")
+    double hitNanos;
+
+    @Option(names = "--invalidate-us", defaultValue = "1",
+            description = "Cost a cached buffer's free adds for its invalidation, us (default ${DEFAULT-VALUE}).")
+    double invalidateMicros;
+
+    @Option(names = "--calibrate", description = "Measure registration cost here first (simulated HCA or RDMA device).")
+    boolean calibrate;
+
+    @Option(names = "--svg", paramLabel = "FILE", description = "Write a chart of message time against size.")
+    Path svg;
+
+    @Override
+    public Integer call() throws IOException {
+        NetworkModel net;
+        try {
+            net = new NetworkModel(linkGbps, efficiency, oversubscription, latencyMicros * 1e-6);
+            if (bytes != null) {
+                net.messageTime(bytes);
+            }
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "invalid value: " + e.getMessage().replace(
+                    "link_gbps", "--link-gbps").replace("latency", "--latency-us") + "; see --help");
+        }
+        if (!(reuses >= 1)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "invalid value: --reuses must be >= 1 (got "
+                    + reuses + ")");
+        }
+        if (bytes == null && !whatIf && svg == null) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "give --bytes N, --what-if or --svg FILE");
+        }
+        if (bytes != null) {
+            System.out.printf("message of %,.0f bytes: %.9g s (effective bandwidth %.4g GB/s = link %.4g Gb/s x %.3g"
+                    + " efficiency / %.3g oversubscription)%n", bytes, net.messageTime(bytes),
+                    net.effectiveBytesPerSecond() / 1e9, linkGbps, efficiency, oversubscription);
+        }
+        if (!whatIf && svg == null) {
+            return 0;
+        }
+        RegistrationCostModel reg = RegistrationCostModel.defaults();
+        if (calibrate) {
+            DefaultRegistrar chosen = DefaultRegistrar.choose();
+            String name = chosen.why().replaceFirst(", because:.*", "");
+            reg = RegistrationCalibrator.calibrate(chosen.registrar(), name, RegistrationCalibrator.DEFAULT_SIZES, 30,
+                    line -> System.err.println("  " + line));
+        }
+        double h = hitRatio != null ? hitRatio : (reuses - 1) / reuses;
+        Savings.WhatIf w;
+        try {
+            w = new Savings.WhatIf(net, reg, h, hitNanos * 1e-9, invalidateMicros * 1e-6);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "invalid value: " + e.getMessage());
+        }
+        System.out.println("registration cost: " + reg.source());
+        System.out.println("  register:   " + reg.register());
+        System.out.println("  deregister: " + reg.deregister());
+        System.out.printf("link %.4g Gb/s, efficiency %.3g, oversubscription %.3g, latency %.3g us; hit ratio %.3f,"
+                + " hit %.0f ns%n%n", linkGbps, efficiency, oversubscription, latencyMicros, h, hitNanos);
+        List<Savings.Row> rows = Savings.table(w);
+        if (whatIf) {
+            System.out.printf("%9s %12s %12s %12s %12s %12s %8s %11s %11s %9s%n", "size", "network", "reg+dereg",
+                    "no cache", "cache hit", "saving/msg", "share", "GB/s none", "GB/s cache", "break-even");
+            for (Savings.Row r : rows) {
+                System.out.printf("%9s %12s %12s %12s %12s %12s %7.2f%% %11.3f %11.3f %9.2f%n", size(r.bytes()),
+                        time(r.network()), time(r.registration()), time(r.withoutCache()), time(r.cacheHit()),
+                        time(r.saving()), r.savingShare() * 100, r.bandwidthWithoutCache() / 1e9,
+                        r.bandwidthWithCache() / 1e9, Savings.breakEvenUses(reg, r.bytes(), hitNanos * 1e-9,
+                                invalidateMicros * 1e-6));
+            }
+            System.out.println("\nbreak-even: uses of one buffer after which caching it costs less than registering"
+                    + " per use.");
+        }
+        if (svg != null) {
+            Files.writeString(svg, ChartSvg.render(rows, String.format("Message time, %.4g Gb/s x %.3g / %.3g,"
+                    + " latency %.3g us", linkGbps, efficiency, oversubscription, latencyMicros)));
+            System.out.println("chart written to " + svg.toAbsolutePath());
+        }
+        return 0;
+    }
+
+    static String time(double s) {
+        if (s >= 1) {
+            return String.format("%.3f s", s);
+        }
+        if (s >= 1e-3) {
+            return String.format("%.3f ms", s * 1e3);
+        }
+        if (s >= 1e-6) {
+            return String.format("%.3f us", s * 1e6);
+        }
+        return String.format("%.1f ns", s * 1e9);
+    }
+
+    static String size(long n) {
+        if (n >= 1L << 30) {
+            return (n >> 30) + " GiB";
+        }
+        if (n >= 1L << 20) {
+            return (n >> 20) + " MiB";
+        }
+        return (n >> 10) + " KiB";
+    }
+}
