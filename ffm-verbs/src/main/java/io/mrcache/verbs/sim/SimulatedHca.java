@@ -36,7 +36,7 @@ import java.util.function.Consumer;
  * bytes, as {@code ibv_reg_mr} does past the limit.
  */
 public final class SimulatedHca {
-    private static final int MAX_SLOTS = 1 << 24;
+    private static final int MAX_SLOTS = 1 << 20;
 
     /** A registered region as the HCA sees it. */
     private static final class Mr {

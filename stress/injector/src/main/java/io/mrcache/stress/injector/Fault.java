@@ -1,0 +1,72 @@
+package io.mrcache.stress.injector;
+
+import java.util.EnumSet;
+import java.util.Locale;
+
+/** The faults the injector can switch on, each seeded from the run's seed. */
+public enum Fault {
+    /** The allocator hands out the most recently freed range first (as caching allocators do). */
+    IMMEDIATE_REUSE("immediate-reuse"),
+    /** Free hooks reach the cache some operations after the free; safe reuse still waits for them. */
+    DELAYED_HOOKS("delayed-hooks"),
+    /** 5% of free hooks are lost: the cache's precondition is broken (see the generation check). */
+    DROP_HOOKS("drop-hooks"),
+    /** Each registration takes 20 us more, widening the register-vs-free race (H4). */
+    SLOW_REGISTRATION("slow-registration"),
+    /** 2% of registrations fail with ENOMEM. */
+    FAILING_REGISTRATION("failing-registration"),
+    /** The safe cache's budget is 8 regions: constant eviction. */
+    EVICTION_PRESSURE("eviction-pressure"),
+    /** Peers keep writing with rkeys of buffers already freed. */
+    STALE_REMOTE_KEYS("stale-remote-keys");
+
+    private final String option;
+
+    Fault(String option) {
+        this.option = option;
+    }
+
+    public String option() {
+        return option;
+    }
+
+    /**
+     * Parses a comma list of fault names; {@code none} for none; {@code all} for every fault that keeps the
+     * cache's precondition (every free is announced), that is all but {@code drop-hooks}, which must be named:
+     * it shows what happens when the precondition is broken.
+     *
+     * @throws IllegalArgumentException naming an unknown fault and listing the known ones
+     */
+    public static EnumSet<Fault> parse(String list) {
+        EnumSet<Fault> faults = EnumSet.noneOf(Fault.class);
+        for (String raw : list.split(",")) {
+            String name = raw.trim().toLowerCase(Locale.ROOT);
+            if (name.isEmpty() || name.equals("none")) {
+                continue;
+            }
+            if (name.equals("all")) {
+                faults.addAll(EnumSet.complementOf(EnumSet.of(DROP_HOOKS)));
+                continue;
+            }
+            Fault found = null;
+            for (Fault f : values()) {
+                if (f.option.equals(name)) {
+                    found = f;
+                }
+            }
+            if (found == null) {
+                throw new IllegalArgumentException("unknown fault '" + raw.trim() + "'; known: " + known() + ", all, none");
+            }
+            faults.add(found);
+        }
+        return faults;
+    }
+
+    public static String known() {
+        StringBuilder sb = new StringBuilder();
+        for (Fault f : values()) {
+            sb.append(sb.isEmpty() ? "" : ", ").append(f.option);
+        }
+        return sb.toString();
+    }
+}
