@@ -35,8 +35,8 @@ class MainTest {
     }
 
     @Test
-    void demoRunsItsSafetyChecksAndExitsZero() {
-        String[] r = capture("demo", "--hits", "1000");
+    void tourRunsItsSafetyChecksAndExitsZero() {
+        String[] r = capture("tour", "--hits", "1000");
         assertEquals("0", r[0], r[1] + r[2]);
         assertTrue(r[1].contains("All safety checks passed."), r[1]);
         assertTrue(r[1].contains("discarded in-flight registrations"), r[1]);
@@ -44,9 +44,15 @@ class MainTest {
 
     @Test
     void badOptionsExitNonZeroNamingTheOption() {
-        String[] r = capture("demo", "--hits", "-5");
+        String[] r = capture("tour", "--hits", "-5");
         assertEquals("2", r[0]);
         assertTrue(r[2].contains("--hits"), r[2]);
+        String[] faults = capture("demo", "--faults", "drop-hook");
+        assertEquals("2", faults[0]);
+        assertTrue(faults[2].contains("unknown fault 'drop-hook'") && faults[2].contains("drop-hooks"), faults[2]);
+        String[] ops = capture("demo", "--ops", "0");
+        assertEquals("2", ops[0]);
+        assertTrue(ops[2].contains("operations 0"), ops[2]);
         String[] unknown = capture("demo", "--nope");
         assertEquals("2", unknown[0]);
         assertTrue(unknown[2].contains("--nope"), unknown[2]);
@@ -84,5 +90,37 @@ class MainTest {
         assertEquals("0", w[0], w[2]);
         assertTrue(w[1].contains("4 GiB") && w[1].contains("break-even"), w[1]);
         assertTrue(java.nio.file.Files.readString(svg).contains("id=\"no-cache\""));
+    }
+
+    /** The main job at full size: a million buffer lifecycles per cache with every fault. */
+    @Test
+    void demoWithAMillionOperationsAndAllFaultsShowsNaiveStaleWritesAndNoneForMrcache() {
+        String[] r = capture("demo", "--ops", "1000000", "--faults", "all", "--threads", "2");
+        assertEquals("0", r[0], r[1] + r[2]);
+        String stale = r[1].lines().filter(l -> l.startsWith("stale writes (ground truth)")).findFirst().orElseThrow();
+        String[] cells = stale.substring(36).trim().split("\\s+");
+        long naive = Long.parseLong(cells[0].replace(",", ""));
+        long safe = Long.parseLong(cells[cells.length - 1].replace(",", ""));
+        assertTrue(naive > 0, "the naive cache let stale writes through: " + stale);
+        assertEquals(0, safe, stale);
+        String corrupted = r[1].lines().filter(l -> l.startsWith("corrupted buffers")).findFirst().orElseThrow();
+        assertTrue(corrupted.trim().endsWith(" 0"), corrupted);
+        String leaked = r[1].lines().filter(l -> l.startsWith("leaked registrations")).findFirst().orElseThrow();
+        assertTrue(leaked.trim().endsWith(" 0"), leaked);
+        assertTrue(r[1].contains("operations                                   ") && r[1].contains("1,000,000"), r[1]);
+        System.out.println(r[1]);
+    }
+
+    @Test
+    void demoWithDroppedHooksShowsTheBrokenPreconditionAndTheCheck() {
+        String[] r = capture("demo", "--ops", "20000", "--faults", "drop-hooks,immediate-reuse", "--threads", "1",
+                "--seed", "7");
+        assertEquals("0", r[0], r[1] + r[2]);
+        assertTrue(r[1].contains("mrcache without generation check"), r[1]);
+        String stale = r[1].lines().filter(l -> l.startsWith("stale writes (ground truth)")).findFirst().orElseThrow();
+        String[] cells = stale.substring(36).trim().split("\\s+");
+        assertTrue(Long.parseLong(cells[1].replace(",", "")) > 0, "unguarded mrcache shows the broken precondition: "
+                + stale);
+        assertEquals("0", cells[2], stale);
     }
 }

@@ -61,6 +61,8 @@ public final class AddressReuseInjector {
         Throwable[] failure = new Throwable[1];
 
         BlockingQueue<RemoteWrite> peerQueue = new ArrayBlockingQueue<>(1024);
+        // the workers' patterns live as long as the run: the peer may still hold a write of a finished worker
+        Arena buffers = Arena.ofShared();
         Thread peer = null;
         if (config.threads() > 1) {
             peer = Thread.ofPlatform().daemon().name("injector-peer").start(() -> {
@@ -70,9 +72,20 @@ public final class AddressReuseInjector {
                         if (w.rkey() == 0 && w.address() == 0) {
                             return;
                         }
-                        boolean landed = nic.remoteWrite(w.rkey(), w.address(), w.data());
-                        if (w.done() != null) {
-                            w.done().complete(landed);
+                        try {
+                            boolean landed = nic.remoteWrite(w.rkey(), w.address(), w.data());
+                            if (w.done() != null) {
+                                w.done().complete(landed);
+                            }
+                        } catch (RuntimeException e) {
+                            if (w.done() != null) {
+                                w.done().completeExceptionally(e);
+                            }
+                            synchronized (failure) {
+                                if (failure[0] == null) {
+                                    failure[0] = e;
+                                }
+                            }
                         }
                     }
                 } catch (InterruptedException e) {
@@ -88,8 +101,8 @@ public final class AddressReuseInjector {
             boolean inlineRemote = config.threads() == 1;
             workers[t] = Thread.ofPlatform().name("injector-" + t).start(() -> {
                 faultRandom.set(new SplittableRandom(seed ^ 0x5DEECE66DL));
-                try (Arena arena = Arena.ofShared()) { // the peer thread reads the worker's pattern
-                    new Worker(config, new SplittableRandom(seed), allocator, nic, cache, arena, inlineRemote,
+                try {
+                    new Worker(config, new SplittableRandom(seed), allocator, nic, cache, buffers, inlineRemote,
                             peerQueue, done, corrupted, caught, registrationErrors).run(quota);
                 } catch (Throwable e) {
                     synchronized (failure) {
@@ -133,6 +146,7 @@ public final class AddressReuseInjector {
         cache.close();
         long leaked = hca.liveRegistrations();
         allocator.close();
+        buffers.close();
         return new InjectorReport(cache.name(), done.sum(), nic.staleWrites.sum(), nic.writesAfterFree.sum(),
                 corrupted.sum(),
                 nic.rejectedRemote.sum(), leaked, caught.sum(), registrationErrors.sum(), nic.registrations.sum(),
@@ -159,6 +173,7 @@ public final class AddressReuseInjector {
         /** rkeys of freed buffers a peer still holds (stale-remote-keys): {rkey, address}. */
         private final ArrayDeque<long[]> oldKeys = new ArrayDeque<>();
         private long op;
+        private long useCount;
 
         Worker(InjectorConfig config, SplittableRandom rnd, ReusingAllocator allocator, InjectorNic nic,
                 CacheUnderTest cache, Arena arena, boolean inlineRemote, BlockingQueue<RemoteWrite> peerQueue,
@@ -195,16 +210,31 @@ public final class AddressReuseInjector {
             deliverDelayedHooks(true);
         }
 
+        /** A buffer's life: one to eight uses, then the free. */
         private void lifecycle(Allocation a) throws InterruptedException {
+            int uses = 1 + rnd.nextInt(8);
+            for (int u = 0; u < uses; u++) {
+                if (!use(a)) {
+                    break;
+                }
+            }
+            free(a);
+            if (config.has(Fault.STALE_REMOTE_KEYS) && !oldKeys.isEmpty() && rnd.nextInt(5) == 0) {
+                long[] old = oldKeys.pollFirst();
+                remoteWrite((int) old[0], old[1], garbage, false);
+            }
+        }
+
+        /** One use: acquire, a NIC write of a fresh pattern, read back, release. False if acquire failed. */
+        private boolean use(Allocation a) throws InterruptedException {
             boolean remote = rnd.nextInt(4) == 0;
             int access = Access.LOCAL_WRITE | (remote ? Access.REMOTE_WRITE : 0);
             CacheUnderTest.Handle h = acquire(a, access);
             if (h == null) {
-                free(a);
-                return;
+                return false;
             }
             long offset = rnd.nextLong(a.length() / 8 - PATTERN_BYTES / 8) * 8;
-            long word = a.id() << 20 | (op & 0xFFFFF);
+            long word = a.id() << 20 | (++useCount & 0xFFFFF);
             for (int i = 0; i < PATTERN_BYTES; i += 8) {
                 pattern.set(ValueLayout.JAVA_LONG, i, word);
             }
@@ -228,11 +258,7 @@ public final class AddressReuseInjector {
                     oldKeys.removeFirst();
                 }
             }
-            free(a);
-            if (config.has(Fault.STALE_REMOTE_KEYS) && !oldKeys.isEmpty() && rnd.nextInt(5) == 0) {
-                long[] old = oldKeys.pollFirst();
-                remoteWrite((int) old[0], old[1], garbage, false);
-            }
+            return true;
         }
 
         /** Acquires, with the generation check when configured; null when registration failed. */

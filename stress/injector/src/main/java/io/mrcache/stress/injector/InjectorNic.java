@@ -111,6 +111,10 @@ final class InjectorNic implements Registrar {
             return false;
         }
         long target = p.physical() + (address - p.address());
+        // Classify by who owns the address before the write: addresses are reused only after the key's
+        // deregistration, which the HCA orders after any write it accepted, so an accepted write's
+        // classification cannot be overtaken by a reuse (reading after the write could be).
+        long owner = allocator.ownerOf(address);
         try {
             if (remote) {
                 hca.rdmaWrite(pd, key, target, data);
@@ -121,11 +125,9 @@ final class InjectorNic implements Registrar {
             (remote ? rejectedRemote : rejectedLocal).increment();
             return false;
         }
-        // the write landed where the key's pages are: stale if they are no longer its allocation's
-        // The write landed in the key's pages. Stale when the address now belongs to another live allocation:
-        // the key outlived its buffer into the next one (allocation ids are never reused). A write to an
-        // address that is free (quarantined, not yet reused) is the peer's use-after-free, counted apart.
-        long owner = allocator.ownerOf(address);
+        // Stale when the address belongs to another live allocation: the key outlived its buffer into the next
+        // one (allocation ids are never reused). A write to a freed, not yet reused address is the peer's
+        // use-after-free, counted apart.
         if (owner == 0) {
             writesAfterFree.increment();
         } else if (owner != p.owner()) {
