@@ -293,7 +293,7 @@ public final class RegistrationCache implements AutoCloseable {
         boolean publish;
         lock.lock();
         try {
-            publish = !p.doomed || hasFault(Fault.PUBLISH_DOOMED);
+            publish = (!p.doomed || hasFault(Fault.PUBLISH_DOOMED)) && (!closed || hasFault(Fault.CLOSE_SKIPS_PENDING));
             if (publish) {
                 superseded = p.supersedes.stream().filter(index::contains).toList();
                 retiring = retiring.withAll(superseded);
@@ -430,7 +430,8 @@ public final class RegistrationCache implements AutoCloseable {
     public CompletionStage<Void> invalidate(long address, long length) {
         long end = checkRange("invalidate", address, length);
         // read order matters: see "Free-hook fast path" in the class comment
-        if (pendingCount == 0 && !index.overlapsAny(address, end) && !retiring.overlapsAny(address, end)) {
+        if (pendingCount == 0 && !index.overlapsAny(address, end)
+                && (!retiring.overlapsAny(address, end) || hasFault(Fault.IGNORE_RETIRING))) {
             return DONE;
         }
         return invalidateSlow(address, end);
@@ -460,7 +461,9 @@ public final class RegistrationCache implements AutoCloseable {
                 toDeregister = List.of();
             }
             for (Region r : retiring.overlapping(address, end)) {
-                waits.add(r.deregistered);
+                if (!hasFault(Fault.IGNORE_RETIRING) || gone.contains(r)) {
+                    waits.add(r.deregistered);
+                }
             }
             for (PendingRegistration p : pending) {
                 if (p.overlaps(address, end)) {
@@ -658,8 +661,10 @@ public final class RegistrationCache implements AutoCloseable {
                 waits.add(r.deregistered);
             }
             for (PendingRegistration p : pending) {
-                p.doomed = true;
-                waits.add(p.settled);
+                if (!hasFault(Fault.CLOSE_SKIPS_PENDING)) {
+                    p.doomed = true;
+                    waits.add(p.settled);
+                }
             }
             done = CompletableFuture.allOf(waits.toArray(CompletableFuture[]::new));
             closeCompletion = done;
@@ -792,7 +797,11 @@ public final class RegistrationCache implements AutoCloseable {
         /** I3: invalidate's stage completes before deferred deregistrations. */
         COMPLETE_EARLY,
         /** H5: the policy evicts and deregisters a leased region, skipping the idle compare-and-set. */
-        EVICT_LEASED;
+        EVICT_LEASED,
+        /** close vs acquire: close does not doom in-flight registrations, which then publish into a closed cache. */
+        CLOSE_SKIPS_PENDING,
+        /** invalidate vs invalidate: an invalidation ignores regions another one is still deregistering. */
+        IGNORE_RETIRING;
 
         final int bit = 1 << ordinal();
     }

@@ -1,0 +1,71 @@
+package io.mrcache.core;
+
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The registrar of the jcstress races: counts register and deregister, knows which registrations are live,
+ * and records for each registration whether its register call started before the race's invalidation began
+ * ({@link #invalidationBegan}), so that an arbiter can tell a stale registration from a fresh one.
+ */
+final class RaceRegistrar implements Registrar {
+    volatile boolean invalidationBegan;
+    private final ConcurrentHashMap<Long, Registration> live = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Long, Boolean> startedBeforeInvalidation = new ConcurrentHashMap<>();
+    private final AtomicInteger nextHandle = new AtomicInteger(1);
+    final AtomicInteger registers = new AtomicInteger();
+    final AtomicInteger deregisters = new AtomicInteger();
+    final AtomicInteger badDeregisters = new AtomicInteger();
+    private final int spinInRegister;
+    private final int spinInDeregister;
+
+    RaceRegistrar(int spinInRegister, int spinInDeregister) {
+        this.spinInRegister = spinInRegister;
+        this.spinInDeregister = spinInDeregister;
+    }
+
+    @Override
+    public Registration register(long address, long length, int access) {
+        boolean before = !invalidationBegan;
+        spin(spinInRegister);
+        int h = nextHandle.getAndIncrement();
+        Registration r = new Registration(address, length, access, h, h, 1, h);
+        startedBeforeInvalidation.put((long) h, before);
+        live.put((long) h, r);
+        registers.incrementAndGet();
+        return r;
+    }
+
+    @Override
+    public void deregister(Registration registration) {
+        spin(spinInDeregister);
+        if (live.remove(registration.handle()) == null) {
+            badDeregisters.incrementAndGet();
+        }
+        deregisters.incrementAndGet();
+    }
+
+    boolean isLive(Registration r) {
+        return live.containsKey(r.handle());
+    }
+
+    /** True when the registration's register call started before the invalidation began. */
+    boolean startedBeforeInvalidation(Registration r) {
+        return startedBeforeInvalidation.getOrDefault(r.handle(), false);
+    }
+
+    /** Every registration deregistered exactly once. */
+    boolean balanced() {
+        return live.isEmpty() && badDeregisters.get() == 0 && registers.get() == deregisters.get();
+    }
+
+    static RegistrationCache cache(RaceRegistrar registrar, Budget budget, RegistrationCache.Fault... faults) {
+        return RegistrationCache.builder(registrar).budget(budget).faults(faults).build();
+    }
+
+    private static void spin(int n) {
+        for (int i = 0; i < n; i++) {
+            Thread.onSpinWait();
+        }
+    }
+}
