@@ -78,12 +78,15 @@ public final class Verdict {
     private static List<String> run(List<String> command, Path log) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         List<String> lines = new ArrayList<>();
+        Set<String> shown = new TreeSet<>();
         try (var reader = p.inputReader(StandardCharsets.UTF_8)) {
             for (String line; (line = reader.readLine()) != null;) {
                 lines.add(line);
-                if (log != null && (line.startsWith("(ETA") || line.contains("[OK]") && line.contains("io.mrcache")
-                        || line.contains("[FAILED]"))) {
-                    System.out.println(line); // progress
+                // progress: the first result line of each test
+                int at = line.indexOf("io.mrcache.");
+                if (log != null && at >= 0 && (line.contains("[OK]") || line.contains("[FAILED]"))
+                        && shown.add(line.substring(at).trim())) {
+                    System.out.println(line.replaceAll("^\\.+ ", "  "));
                 }
             }
         }
