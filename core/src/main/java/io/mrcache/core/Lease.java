@@ -1,33 +1,23 @@
 package io.mrcache.core;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-
 /**
  * A hold on a cached registration covering the requested range with at least the requested rights. While
  * it is open the registration is not deregistered (invariant I2); {@link #close()} releases it, once.
  *
- * <p>Use it with try-with-resources around the work requests that use its keys.
+ * <p>Use it with try-with-resources around the work requests that use its keys. A lease belongs to one
+ * thread at a time: hand it over with a happens-before edge, and do not close it from two threads at once
+ * (a second close from the same thread, or after a hand-over, is detected and rejected). The release flag
+ * is a plain field so that a lease kept local to one method can be scalar-replaced: a hit then allocates
+ * nothing.
  */
 public final class Lease implements AutoCloseable {
-    private static final VarHandle RELEASED;
-
-    static {
-        try {
-            RELEASED = MethodHandles.lookup().findVarHandle(Lease.class, "released", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
     private final RegistrationCache cache;
     final Region region;
     private final long address;
     private final long length;
     /** Non-null only with leak detection on. */
     private final LeakDetector.Tracker tracker;
-    @SuppressWarnings("unused") // accessed through RELEASED
-    private volatile int released;
+    private boolean released;
 
     Lease(RegistrationCache cache, Region region, long address, long length, LeakDetector.Tracker tracker) {
         this.cache = cache;
@@ -66,7 +56,7 @@ public final class Lease implements AutoCloseable {
     }
 
     public boolean isReleased() {
-        return (int) RELEASED.getVolatile(this) != 0;
+        return released;
     }
 
     /**
@@ -77,10 +67,11 @@ public final class Lease implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!RELEASED.compareAndSet(this, 0, 1)) {
+        if (released) {
             throw new IllegalStateException("lease on [0x" + Long.toHexString(address) + ", +" + length
                     + ") was already released: release each lease exactly once");
         }
+        released = true;
         if (tracker != null) {
             tracker.released();
         }

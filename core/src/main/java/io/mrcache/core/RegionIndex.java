@@ -127,19 +127,23 @@ final class RegionIndex {
         return lo;
     }
 
-    /** Index of the last region with start <= address, or -1. */
+    /**
+     * Index of the last region with start <= address, or -1. Branch-free halving (the comparison becomes a
+     * conditional move), because a hit's lookup otherwise pays a mispredicted branch per level.
+     */
     private int lastStartAtOrBefore(long address) {
-        int lo = 0;
-        int hi = starts.length;
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            if (starts[mid] <= address) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
+        long[] a = starts;
+        int n = a.length;
+        if (n == 0 || a[0] > address) {
+            return -1;
         }
-        return lo - 1;
+        int base = 0;
+        while (n > 1) {
+            int half = n >>> 1;
+            base = a[base + half] <= address ? base + half : base;
+            n -= half;
+        }
+        return base;
     }
 
     /** Index of the last region with start < address, or -1. */

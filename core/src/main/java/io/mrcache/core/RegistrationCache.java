@@ -88,6 +88,8 @@ import java.util.function.LongSupplier;
 public final class RegistrationCache implements AutoCloseable {
     private static final CompletionStage<Void> DONE = CompletableFuture.<Void>completedFuture(null)
             .minimalCompletionStage();
+    /** One idle release in ACCESS_SAMPLE_MASK + 1 is reported to the eviction policy. */
+    private static final int ACCESS_SAMPLE_MASK = 7;
     /** Policy weights are in pages of this size, so a weight fits an int. */
     private static final long WEIGHT_UNIT = 4096;
 
@@ -166,12 +168,15 @@ public final class RegistrationCache implements AutoCloseable {
         Region r = index.findServing(address, end, access, widenRemote);
         if (r != null && r.tryRetain()) {
             metrics.increment(CacheCounter.HITS);
-            return lease(r, address, length);
+        } else {
+            r = acquireSlow(address, end, access);
         }
-        return acquireSlow(address, end, access);
+        // the one allocation site: when the caller keeps the lease local, C2 can scalar-replace it
+        return leakDetector == null ? new Lease(this, r, address, length, null) : trackedLease(r, address, length);
     }
 
-    private Lease acquireSlow(long address, long end, int access) {
+    /** The miss path; returns the region with one lease taken for the caller. */
+    private Region acquireSlow(long address, long end, int access) {
         long length = end - address;
         for (;;) {
             drainEvicted();
@@ -186,7 +191,7 @@ public final class RegistrationCache implements AutoCloseable {
                 Region r = index.findServing(address, end, access, widenRemote);
                 if (r != null && r.tryRetain()) {
                     metrics.increment(CacheCounter.HITS);
-                    return lease(r, address, length);
+                    return r;
                 }
                 p = findPending(address, end, access);
                 if (p == null) {
@@ -210,7 +215,7 @@ public final class RegistrationCache implements AutoCloseable {
                 }
             }
             if (r != null) {
-                return lease(r, address, length);
+                return r;
             }
         }
     }
@@ -399,18 +404,17 @@ public final class RegistrationCache implements AutoCloseable {
                 if (!r.isLive()) {
                     policy.invalidate(r);
                 }
-            } else {
-                policy.getIfPresent(r); // records the access for the policy
+            } else if ((++r.idleReleases & ACCESS_SAMPLE_MASK) == 0) {
+                // tell the policy about one idle release in eight: its frequency sketch keeps the proportions
+                // and the hit path stays off Caffeine's read buffer (a racy count only shifts the sample)
+                policy.getIfPresent(r);
             }
             drainEvicted();
             makeRoom();
         }
     }
 
-    private Lease lease(Region r, long address, long length) {
-        if (leakDetector == null) {
-            return new Lease(this, r, address, length, null);
-        }
+    private Lease trackedLease(Region r, long address, long length) {
         LeakDetector.Tracker tracker = leakDetector.newTracker(address, length, r.access);
         Lease lease = new Lease(this, r, address, length, tracker);
         tracker.watch(lease);

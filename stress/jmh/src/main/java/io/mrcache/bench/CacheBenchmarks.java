@@ -1,0 +1,245 @@
+package io.mrcache.bench;
+
+import io.mrcache.core.Access;
+import io.mrcache.core.Budget;
+import io.mrcache.core.Lease;
+import io.mrcache.core.RegistrationCache;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Group;
+import org.openjdk.jmh.annotations.GroupThreads;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.ThreadParams;
+
+/**
+ * W1..W6 against mrcache with a registrar that registers nothing (the UCX harness does the same), so the
+ * numbers are the cache's own cost. Names match the rows of {@code ./mrcache bench --vs-ucx}.
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 2, time = 1)
+@Measurement(iterations = 3, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"-XX:+UseParallelGC", "-Xmx1g"})
+public class CacheBenchmarks {
+
+    /** 1024 cached 64 KiB regions. */
+    @State(Scope.Benchmark)
+    public static class Cached {
+        RegistrationCache cache;
+
+        @Setup
+        public void setup() {
+            cache = RegistrationCache.builder(new Workloads.NoopRegistrar(0)).build();
+            for (int i = 0; i < Workloads.REGIONS; i++) {
+                cache.acquire(Workloads.regionAddress(i), Workloads.REGION_BYTES, Access.LOCAL_WRITE).close();
+            }
+        }
+
+        @TearDown
+        public void tearDown() {
+            cache.close();
+        }
+    }
+
+    /** Each thread's position in its own sequence; the disjoint variant gives each thread half the regions. */
+    @State(Scope.Thread)
+    public static class Cursor {
+        int[] shared;
+        int[] disjoint;
+        long[][] sub;
+        int i;
+
+        @Setup
+        public void setup(ThreadParams t) {
+            shared = Workloads.indices(42 + t.getThreadIndex(), 0, Workloads.REGIONS);
+            int half = Workloads.REGIONS / Math.max(1, t.getThreadCount());
+            disjoint = Workloads.indices(42 + t.getThreadIndex(), t.getThreadIndex() * half, half);
+            sub = Workloads.subRanges(7 + t.getThreadIndex());
+        }
+    }
+
+    private static void hit(RegistrationCache cache, int region) {
+        Lease l = cache.acquire(Workloads.regionAddress(region), Workloads.REGION_BYTES, Access.LOCAL_WRITE);
+        l.close();
+    }
+
+    @Benchmark
+    @Threads(1)
+    public void w1HitExact1t(Cached c, Cursor k) {
+        hit(c.cache, k.shared[k.i++ & (Workloads.SEQUENCE - 1)]);
+    }
+
+    @Benchmark
+    @Threads(2)
+    public void w1HitExact2tShared(Cached c, Cursor k) {
+        hit(c.cache, k.shared[k.i++ & (Workloads.SEQUENCE - 1)]);
+    }
+
+    @Benchmark
+    @Threads(2)
+    public void w1HitExact2tDisjoint(Cached c, Cursor k) {
+        hit(c.cache, k.disjoint[k.i++ & (Workloads.SEQUENCE - 1)]);
+    }
+
+    @Benchmark
+    @Threads(1)
+    public void w2HitSubRange(Cached c, Cursor k) {
+        long[] r = k.sub[k.i++ & (Workloads.SEQUENCE - 1)];
+        c.cache.acquire(r[0], r[1], Access.LOCAL_WRITE).close();
+    }
+
+    /** W3: every acquire misses: acquire, release, invalidate (the free). */
+    @State(Scope.Thread)
+    public static class Missing {
+        RegistrationCache cache;
+        long[] sizes;
+        long k;
+
+        @Setup
+        public void setup() {
+            cache = RegistrationCache.builder(new Workloads.NoopRegistrar(0)).build();
+            Workloads.SplitMix rnd = new Workloads.SplitMix(11);
+            sizes = new long[Workloads.SEQUENCE];
+            for (int i = 0; i < sizes.length; i++) {
+                sizes[i] = Workloads.randomSize(rnd);
+            }
+        }
+
+        @TearDown
+        public void tearDown() {
+            cache.close();
+        }
+    }
+
+    @Benchmark
+    @Threads(1)
+    public void w3Miss64k(Missing m) {
+        long a = Workloads.MISS_BASE + (m.k++ & 4095) * Workloads.STRIDE;
+        m.cache.acquire(a, Workloads.REGION_BYTES, Access.LOCAL_WRITE).close();
+        m.cache.invalidate(a, Workloads.REGION_BYTES);
+    }
+
+    @Benchmark
+    @Threads(1)
+    public void w3MissRandom(Missing m) {
+        long n = m.k++;
+        long a = Workloads.MISS_BASE + (n & 4095) * (2L << 20);
+        long size = m.sizes[(int) (n & (Workloads.SEQUENCE - 1))];
+        m.cache.acquire(a, size, Access.LOCAL_WRITE).close();
+        m.cache.invalidate(a, size);
+    }
+
+    /** W4: 90% hits on 256 hot regions, 10% misses on a stream of cold ones, budget 512 regions. */
+    @State(Scope.Benchmark)
+    public static class Mixed {
+        RegistrationCache cache;
+        long[] hotSize = new long[Workloads.MIXED_HOT];
+
+        @Setup
+        public void setup() {
+            cache = RegistrationCache.builder(new Workloads.NoopRegistrar(0))
+                    .budget(new Budget(Long.MAX_VALUE, Workloads.MIXED_BUDGET)).build();
+            Workloads.SplitMix rnd = new Workloads.SplitMix(13);
+            for (int i = 0; i < hotSize.length; i++) {
+                hotSize[i] = Workloads.randomSize(rnd);
+                cache.acquire(Workloads.MIXED_BASE + i * (2L << 20), hotSize[i], Access.LOCAL_WRITE).close();
+            }
+        }
+
+        @TearDown
+        public void tearDown() {
+            cache.close();
+        }
+    }
+
+    @State(Scope.Thread)
+    public static class MixedCursor {
+        Workloads.SplitMix rnd;
+        long cold;
+
+        @Setup
+        public void setup(ThreadParams t) {
+            rnd = new Workloads.SplitMix(17 + t.getThreadIndex());
+            cold = (1L << 20) * (t.getThreadIndex() + 1);
+        }
+    }
+
+    private static void mixed(Mixed m, MixedCursor c) {
+        long r = c.rnd.next();
+        if (Long.remainderUnsigned(r, 10) != 0) {
+            int i = (int) Long.remainderUnsigned(r >>> 8, Workloads.MIXED_HOT);
+            m.cache.acquire(Workloads.MIXED_BASE + i * (2L << 20), m.hotSize[i], Access.LOCAL_WRITE).close();
+        } else {
+            long a = Workloads.MIXED_BASE + (Workloads.MIXED_HOT + (c.cold++ & 0xFFFFF)) * (2L << 20);
+            m.cache.acquire(a, (1 + Long.remainderUnsigned(r >>> 16, 256)) * 4096, Access.LOCAL_WRITE).close();
+        }
+    }
+
+    @Benchmark
+    @Threads(1)
+    public void w4Mixed1t(Mixed m, MixedCursor c) {
+        mixed(m, c);
+    }
+
+    @Benchmark
+    @Threads(2)
+    public void w4Mixed2t(Mixed m, MixedCursor c) {
+        mixed(m, c);
+    }
+
+    /** W5: the free hook on a range nothing is registered in. */
+    @Benchmark
+    @Threads(1)
+    public Object w5InvalidateEmpty(Cached c, Cursor k) {
+        return c.cache.invalidate(Workloads.EMPTY_BASE + (k.i++ & 1023) * Workloads.STRIDE, Workloads.REGION_BYTES);
+    }
+
+    /** W6: hit latency on one thread while another keeps missing against a 20 us registrar. */
+    @State(Scope.Group)
+    public static class Contended {
+        RegistrationCache cache;
+        long k;
+
+        @Setup(Level.Trial)
+        public void setup() {
+            cache = RegistrationCache.builder(new Workloads.NoopRegistrar(20_000)).build();
+            for (int i = 0; i < Workloads.REGIONS; i++) {
+                cache.acquire(Workloads.regionAddress(i), Workloads.REGION_BYTES, Access.LOCAL_WRITE).close();
+            }
+        }
+
+        @TearDown
+        public void tearDown() {
+            cache.close();
+        }
+    }
+
+    @Benchmark
+    @Group("w6")
+    @GroupThreads(1)
+    @BenchmarkMode(Mode.SampleTime)
+    public void w6Hit(Contended s, Cursor k) {
+        hit(s.cache, k.shared[k.i++ & (Workloads.SEQUENCE - 1)]);
+    }
+
+    @Benchmark
+    @Group("w6")
+    @GroupThreads(1)
+    @BenchmarkMode(Mode.SampleTime)
+    public void w6Miss(Contended s) {
+        long a = Workloads.MISS_BASE + (s.k++ & 4095) * Workloads.STRIDE;
+        s.cache.acquire(a, Workloads.REGION_BYTES, Access.LOCAL_WRITE).close();
+        s.cache.invalidate(a, Workloads.REGION_BYTES);
+    }
+}

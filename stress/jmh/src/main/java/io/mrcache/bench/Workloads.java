@@ -1,0 +1,106 @@
+package io.mrcache.bench;
+
+import io.mrcache.core.Registrar;
+import io.mrcache.core.Registration;
+
+/**
+ * The workloads W1..W6 as data: the same generator (splitmix64) and the same constants as the UCX harness
+ * ({@code src/main/c/ucx_rcache_bench.c}), so both sides run the same address sequences.
+ */
+public final class Workloads {
+    public static final int REGIONS = 1024;
+    public static final long REGION_BYTES = 64 << 10;
+    public static final long BASE = 0x100_0000_0000L;
+    public static final long STRIDE = 128 << 10;
+    public static final long MISS_BASE = 0x200_0000_0000L;
+    public static final long MIXED_BASE = 0x300_0000_0000L;
+    public static final long EMPTY_BASE = 0x400_0000_0000L;
+    public static final int SEQUENCE = 1 << 16;
+    public static final int MIXED_HOT = 256;
+    public static final int MIXED_BUDGET = 512;
+
+    private Workloads() {
+    }
+
+    /** splitmix64, as in the C harness. */
+    public static final class SplitMix {
+        private long state;
+
+        public SplitMix(long seed) {
+            state = seed;
+        }
+
+        public long next() {
+            long z = (state += 0x9E3779B97F4A7C15L);
+            z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+            z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+            return z ^ (z >>> 31);
+        }
+
+        /** Uniform in [0, n). */
+        public long below(long n) {
+            return Long.remainderUnsigned(next(), n);
+        }
+    }
+
+    public static long regionAddress(int i) {
+        return BASE + i * STRIDE;
+    }
+
+    /** W1: region indices in [from, from + count). */
+    public static int[] indices(long seed, int from, int count) {
+        SplitMix rnd = new SplitMix(seed);
+        int[] out = new int[SEQUENCE];
+        for (int i = 0; i < SEQUENCE; i++) {
+            out[i] = from + (int) rnd.below(count);
+        }
+        return out;
+    }
+
+    /** W2: {address, length} of a random sub-range of a random region. */
+    public static long[][] subRanges(long seed) {
+        SplitMix rnd = new SplitMix(seed);
+        long[][] out = new long[SEQUENCE][];
+        for (int i = 0; i < SEQUENCE; i++) {
+            long region = regionAddress((int) rnd.below(REGIONS));
+            long offset = rnd.below(REGION_BYTES / 64 - 1) * 64;
+            long length = 64 + rnd.below((REGION_BYTES - offset) / 64) * 64;
+            out[i] = new long[] {region + offset, Math.min(length, REGION_BYTES - offset)};
+        }
+        return out;
+    }
+
+    /** A size of 4 KiB .. 1 MiB in whole pages. */
+    public static long randomSize(SplitMix rnd) {
+        return (1 + rnd.below(256)) * 4096;
+    }
+
+    /** A registrar that registers nothing: the cache's own cost alone (as the UCX harness's no-op mem_reg). */
+    public static final class NoopRegistrar implements Registrar {
+        private final long spinNanos;
+        private int next;
+
+        public NoopRegistrar(long spinNanos) {
+            this.spinNanos = spinNanos;
+        }
+
+        @Override
+        public Registration register(long address, long length, int access) {
+            if (spinNanos > 0) {
+                long end = System.nanoTime() + spinNanos;
+                while (System.nanoTime() < end) {
+                    Thread.onSpinWait();
+                }
+            }
+            int key;
+            synchronized (this) {
+                key = ++next;
+            }
+            return new Registration(address, length, access, key, key, 0, key);
+        }
+
+        @Override
+        public void deregister(Registration registration) {
+        }
+    }
+}
