@@ -46,8 +46,6 @@ final class Region {
 
     /** Set when the eviction policy dropped this region while it was leased; it re-enters when idle. */
     volatile boolean untracked;
-    /** Releases that left the region idle; plain and racy on purpose: it only samples policy accesses. */
-    int idleReleases;
 
     Region(Registration registration, long pinnedBytes, long initialLeases) {
         this.registration = registration;

@@ -88,8 +88,6 @@ import java.util.function.LongSupplier;
 public final class RegistrationCache implements AutoCloseable {
     private static final CompletionStage<Void> DONE = CompletableFuture.<Void>completedFuture(null)
             .minimalCompletionStage();
-    /** One idle release in ACCESS_SAMPLE_MASK + 1 is reported to the eviction policy. */
-    private static final int ACCESS_SAMPLE_MASK = 7;
     /** Policy weights are in pages of this size, so a weight fits an int. */
     private static final long WEIGHT_UNIT = 4096;
 
@@ -98,6 +96,8 @@ public final class RegistrationCache implements AutoCloseable {
     private final Budget budget;
     private final MergePolicy mergePolicy;
     private final boolean widenRemote;
+    /** Whether the budget can ever evict; if not, releases do not feed the policy (hits stay off Caffeine). */
+    private final boolean bounded;
     private final LongSupplier nanoClock;
     private final LeakDetector leakDetector;
     /** Deliberate bugs for proofs that tests can fail (package-private; see {@link Fault}). */
@@ -125,6 +125,7 @@ public final class RegistrationCache implements AutoCloseable {
         this.budget = b.budget;
         this.mergePolicy = b.mergePolicy;
         this.widenRemote = b.widenRemote;
+        this.bounded = !b.budget.equals(Budget.UNLIMITED);
         this.nanoClock = b.nanoClock;
         this.faults = b.faults;
         this.leakDetector = b.leakDetection
@@ -404,10 +405,8 @@ public final class RegistrationCache implements AutoCloseable {
                 if (!r.isLive()) {
                     policy.invalidate(r);
                 }
-            } else if ((++r.idleReleases & ACCESS_SAMPLE_MASK) == 0) {
-                // tell the policy about one idle release in eight: its frequency sketch keeps the proportions
-                // and the hit path stays off Caffeine's read buffer (a racy count only shifts the sample)
-                policy.getIfPresent(r);
+            } else if (bounded) {
+                policy.getIfPresent(r); // records the access; without a budget nothing is ever evicted
             }
             drainEvicted();
             makeRoom();
