@@ -75,7 +75,8 @@ import java.util.function.LongSupplier;
  * <h2>Eviction</h2>
  * <p>Every published region is entered in a Caffeine cache used as the policy (W-TinyLFU), weighted by
  * pinned pages (or one per region when only the count is bounded) and bounded by the budget. A release
- * that leaves a region idle records the access. When Caffeine evicts an entry (its admission may reject
+ * that leaves a region idle records the access. Without a budget nothing is ever evicted, so an unbounded
+ * cache keeps Caffeine out of hits and misses altogether. When Caffeine evicts an entry (its admission may reject
  * the new region itself), the listener retires it only if {@link Region#tryRetireIdle} proves it idle; a
  * leased victim stays cached and re-enters the policy at its next idle moment. After each registration and
  * each release that leaves the cache over budget, {@code makeRoom} walks Caffeine's coldest entries to get
@@ -324,9 +325,9 @@ public final class RegistrationCache implements AutoCloseable {
         commit(event, p, "published");
         if (!superseded.isEmpty()) {
             metrics.increment(p.upgrade ? CacheCounter.ACCESS_UPGRADES : CacheCounter.MERGES);
-            superseded.forEach(policy::invalidate);
+            superseded.forEach(this::policyRemove);
         }
-        policy.put(region, region); // Caffeine may evict here (TinyLFU admission), the new region included
+        policyPut(region); // Caffeine may evict here (TinyLFU admission), the new region included
         deregisterAll(toDeregister);
         p.published(region);
         drainEvicted();
@@ -484,7 +485,7 @@ public final class RegistrationCache implements AutoCloseable {
             metrics.increment(CacheCounter.INVALIDATIONS);
             metrics.add(CacheCounter.INVALIDATED_REGIONS, gone.size());
         }
-        gone.forEach(policy::invalidate);
+        gone.forEach(this::policyRemove);
         deregisterAll(toDeregister);
         if (event.shouldCommit()) {
             event.address = address;
@@ -596,7 +597,7 @@ public final class RegistrationCache implements AutoCloseable {
         }
         for (Region r : batch) {
             metrics.increment(CacheCounter.EVICTIONS);
-            policy.invalidate(r);
+            policyRemove(r);
             EvictionEvent event = new EvictionEvent();
             if (event.shouldCommit()) {
                 event.address = r.start;
@@ -674,7 +675,7 @@ public final class RegistrationCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        gone.forEach(policy::invalidate);
+        gone.forEach(this::policyRemove);
         deregisterAll(toDeregister);
         drainEvicted();
         return done.minimalCompletionStage();
@@ -776,6 +777,19 @@ public final class RegistrationCache implements AutoCloseable {
                 throw re;
             }
             throw e;
+        }
+    }
+
+    /** The policy only matters with a budget: without one nothing is evicted, so misses skip Caffeine. */
+    private void policyPut(Region r) {
+        if (bounded) {
+            policy.put(r, r);
+        }
+    }
+
+    private void policyRemove(Region r) {
+        if (bounded) {
+            policy.invalidate(r);
         }
     }
 
