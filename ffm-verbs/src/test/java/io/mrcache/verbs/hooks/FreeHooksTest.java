@@ -83,6 +83,16 @@ class FreeHooksTest {
     }
 
     @Test
+    void theDefaultCacheBudgetIsThreeQuartersOfMemlock() {
+        io.mrcache.verbs.DefaultRegistrar chosen = io.mrcache.verbs.DefaultRegistrar.choose();
+        MemlockLimit limit = MemlockLimit.read();
+        try (RegistrationCache cache = chosen.cacheBuilder().build()) {
+            long expected = limit.unlimited() ? Long.MAX_VALUE : Math.max(4096, (long) (limit.soft() * 0.75));
+            assertEquals(expected, cache.budget().maxPinnedBytes(), limit.toString());
+        }
+    }
+
+    @Test
     void memlockLimitIsRead() {
         MemlockLimit limit = MemlockLimit.read();
         assertTrue(limit.soft() > 0 && limit.hard() >= limit.soft(), limit.toString());
