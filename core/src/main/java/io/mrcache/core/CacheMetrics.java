@@ -46,11 +46,13 @@ final class CacheMetrics {
         regions.decrementAndGet();
     }
 
-    MetricsSnapshot snapshot() {
+    /** @param liveHits hits still counted in live regions' lease words */
+    MetricsSnapshot snapshot(long liveHits) {
         EnumMap<CacheCounter, Long> counts = new EnumMap<>(CacheCounter.class);
         for (CacheCounter c : COUNTERS) {
             counts.put(c, counters[c.ordinal()].sum());
         }
+        counts.merge(CacheCounter.HITS, liveHits, Long::sum);
         return new MetricsSnapshot(counts, pinnedBytes.get(), regions.get(), copy(registrationNanos),
                 copy(registrationBytes));
     }

@@ -12,14 +12,27 @@ import java.util.concurrent.CompletableFuture;
  *    │  leases come and go                 no new lease; old ones drain        keys dead at the NIC
  * </pre>
  *
- * <p>The whole state is one word: the lease count in the low bits and {@link #RETIRED_BIT}. A lease is
- * taken by a compare-and-set that fails once the bit is set, so "retired" and "leased" can never both be
- * decided without seeing each other. Whoever moves the word to exactly {@code RETIRED_BIT} (no leases) owns
+ * <p>The whole state is one word: the lease count in bits 0-30, the count of hits served (mod 2^31) in bits
+ * 31-61, and {@link #RETIRED_BIT}. A lease is taken by a compare-and-set that fails once the bit is set, so
+ * "retired" and "leased" can never both be decided without seeing each other; the same compare-and-set
+ * counts the hit, so a hit pays no second atomic for the cache's hit counter. Whoever moves the word to exactly {@code RETIRED_BIT} (no leases) owns
  * the single deregistration: the retirer when the region was idle, otherwise the last releaser
  * (invariant I2: deregistered once, and only when unreachable and unleased).
  */
 final class Region {
     static final long RETIRED_BIT = 1L << 62;
+    static final long LEASE_MASK = (1L << 31) - 1;
+    static final long HIT_ONE = 1L << 31;
+    static final long HIT_MASK = LEASE_MASK << 31;
+    /** The lease count and the retired bit: what the lifecycle decisions look at. */
+    static final long LIFE_MASK = LEASE_MASK | RETIRED_BIT;
+    /** Hits a counter holds before it wraps; the caller adds them to the cache's total when it does. */
+    static final long HITS_PER_WRAP = 1L << 31;
+
+    /** {@link #tryRetainHit} results. */
+    static final int NOT_RETAINED = 0;
+    static final int RETAINED = 1;
+    static final int RETAINED_COUNTER_WRAPPED = 2;
 
     private static final VarHandle STATE;
 
@@ -56,7 +69,7 @@ final class Region {
         this.state = initialLeases;
     }
 
-    /** Takes a lease unless the region is retired. Lock-free; the hit path's only write. */
+    /** Takes a lease unless the region is retired (not counted as a hit). */
     boolean tryRetain() {
         long s;
         do {
@@ -69,11 +82,42 @@ final class Region {
     }
 
     /**
-     * Drops a lease and returns the new state word: {@link #RETIRED_BIT} exactly means the caller released the
-     * last lease of a retired region and must deregister it; 0 means the region became idle.
+     * Takes a lease and counts a hit, unless the region is retired. Lock-free; the hit path's only write.
+     *
+     * @return {@link #NOT_RETAINED}, {@link #RETAINED}, or {@link #RETAINED_COUNTER_WRAPPED} when the hit
+     *         counter wrapped to 0 and the caller must add {@link #HITS_PER_WRAP} hits to the total
+     */
+    int tryRetainHit() {
+        long s;
+        long next;
+        int result;
+        do {
+            s = (long) STATE.getVolatile(this);
+            if ((s & RETIRED_BIT) != 0) {
+                return NOT_RETAINED;
+            }
+            next = s + 1 + HIT_ONE;
+            result = RETAINED;
+            if ((next & RETIRED_BIT) != 0) { // the counter carried into the retired bit: wrap it
+                next = (s + 1) & ~HIT_MASK;
+                result = RETAINED_COUNTER_WRAPPED;
+            }
+        } while (!STATE.compareAndSet(this, s, next));
+        return result;
+    }
+
+    /** Hits counted in the state word since the last wrap. */
+    long hits() {
+        return ((long) STATE.getVolatile(this) & HIT_MASK) >>> 31;
+    }
+
+    /**
+     * Drops a lease and returns the new lease count and retired bit: {@link #RETIRED_BIT} exactly means the
+     * caller released the last lease of a retired region and must deregister it; 0 means the region became
+     * idle.
      */
     long releaseLease() {
-        return (long) STATE.getAndAdd(this, -1L) - 1;
+        return ((long) STATE.getAndAdd(this, -1L) - 1) & LIFE_MASK;
     }
 
     /**
@@ -84,16 +128,23 @@ final class Region {
      */
     boolean retire() {
         long before = (long) STATE.getAndBitwiseOr(this, RETIRED_BIT);
-        return before == 0;
+        return (before & LIFE_MASK) == 0;
     }
 
     /** Retires only if live and unleased: the compare-and-set that makes eviction safe against acquire (H5). */
     boolean tryRetireIdle() {
-        return STATE.compareAndSet(this, 0L, RETIRED_BIT);
+        long s;
+        do {
+            s = (long) STATE.getVolatile(this);
+            if ((s & LIFE_MASK) != 0) {
+                return false;
+            }
+        } while (!STATE.compareAndSet(this, s, s | RETIRED_BIT));
+        return true;
     }
 
     long leases() {
-        return (long) STATE.getVolatile(this) & ~RETIRED_BIT;
+        return (long) STATE.getVolatile(this) & LEASE_MASK;
     }
 
     boolean isLive() {
@@ -101,7 +152,7 @@ final class Region {
     }
 
     boolean isIdle() {
-        return (long) STATE.getVolatile(this) == 0;
+        return ((long) STATE.getVolatile(this) & LIFE_MASK) == 0;
     }
 
     boolean isRetired() {
@@ -139,6 +190,6 @@ final class Region {
         long s = (long) STATE.getVolatile(this);
         String life = (s & RETIRED_BIT) == 0 ? "live" : isDeregistered() ? "deregistered" : "retired";
         return "Region[0x" + Long.toHexString(start) + "..0x" + Long.toHexString(end) + " "
-                + Access.describe(access) + " " + life + " leases=" + (s & ~RETIRED_BIT) + "]";
+                + Access.describe(access) + " " + life + " leases=" + (s & LEASE_MASK) + "]";
     }
 }

@@ -168,10 +168,11 @@ public final class RegistrationCache implements AutoCloseable {
         long end = checkRange("acquire", address, length);
         Access.validate(access);
         Region r = index.findServing(address, end, access, widenRemote);
-        if (r != null && r.tryRetain()) {
-            metrics.increment(CacheCounter.HITS);
-        } else {
+        int retained = r == null ? Region.NOT_RETAINED : r.tryRetainHit(); // counts the hit in the lease word
+        if (retained == Region.NOT_RETAINED) {
             r = acquireSlow(address, end, access);
+        } else if (retained == Region.RETAINED_COUNTER_WRAPPED) {
+            metrics.add(CacheCounter.HITS, Region.HITS_PER_WRAP);
         }
         // the one allocation site: when the caller keeps the lease local, C2 can scalar-replace it
         return leakDetector == null ? new Lease(this, r, address, length, null) : trackedLease(r, address, length);
@@ -191,8 +192,11 @@ public final class RegistrationCache implements AutoCloseable {
                             + ") on a closed RegistrationCache: close() was called; build a new cache");
                 }
                 Region r = index.findServing(address, end, access, widenRemote);
-                if (r != null && r.tryRetain()) {
-                    metrics.increment(CacheCounter.HITS);
+                int retained = r == null ? Region.NOT_RETAINED : r.tryRetainHit();
+                if (retained != Region.NOT_RETAINED) {
+                    if (retained == Region.RETAINED_COUNTER_WRAPPED) {
+                        metrics.add(CacheCounter.HITS, Region.HITS_PER_WRAP);
+                    }
                     return r;
                 }
                 p = findPending(address, end, access);
@@ -394,7 +398,7 @@ public final class RegistrationCache implements AutoCloseable {
     /** Called by {@link Lease#close()}. */
     void release(Region r) {
         long after = r.releaseLease();
-        if (after == Region.RETIRED_BIT) {
+        if (after == Region.RETIRED_BIT) { // releaseLease masks the hit counter out
             metrics.increment(CacheCounter.DEFERRED_DEREGISTRATIONS);
             deregister(r);
             return;
@@ -590,8 +594,10 @@ public final class RegistrationCache implements AutoCloseable {
         }
         lock.lock();
         try {
-            retiring = retiring.withAll(batch);
-            index = index.with(null, batch);
+            // an invalidation may have unlinked some already (and put them in retiring): move only the rest
+            List<Region> linked = batch.stream().filter(index::contains).toList();
+            retiring = retiring.withAll(linked);
+            index = index.with(null, linked);
         } finally {
             lock.unlock();
         }
@@ -635,6 +641,7 @@ public final class RegistrationCache implements AutoCloseable {
         lock.lock();
         try {
             retiring = retiring.with(null, List.of(r));
+            metrics.add(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
         } finally {
             lock.unlock();
         }
@@ -695,8 +702,29 @@ public final class RegistrationCache implements AutoCloseable {
 
     // ------------------------------------------------------------------ metrics and introspection
 
+    /**
+     * A snapshot of the metrics. Hits live in the regions' lease words until a region is deregistered, so
+     * the snapshot sums them under the index lock.
+     */
     public MetricsSnapshot metrics() {
-        return metrics.snapshot();
+        long liveHits = 0;
+        lock.lock();
+        try {
+            for (Region r : index.all()) {
+                liveHits += r.hits();
+            }
+            for (Region r : retiring.all()) {
+                liveHits += r.hits();
+            }
+        } finally {
+            lock.unlock();
+        }
+        return metrics.snapshot(liveHits);
+    }
+
+    /** Regions retired and not yet deregistered (tests check it drains to zero). */
+    int retiringCount() {
+        return retiring.size();
     }
 
     public long pinnedBytes() {

@@ -162,6 +162,7 @@ final class CacheModelChecker {
             check(done.toCompletableFuture().isDone(), "I4: close did not complete after every lease was released");
             registrar.assertBalanced();
             check(cache.pinnedBytes() == 0, "I4: pinned bytes " + cache.pinnedBytes() + " after close");
+            check(cache.retiringCount() == 0, "retired regions left in the retiring index: " + cache.retiringCount());
         }
 
         private void step(Op op) {

@@ -43,6 +43,13 @@ class ConcurrentSoakTest {
             assertTrue(soak.cache.metrics().get(CacheCounter.INVALIDATIONS) > 0);
             soak.registrar.assertBalanced();
             assertEquals(0, soak.cache.pinnedBytes());
+            assertEquals(0, soak.cache.retiringCount(), "every retired region left the retiring index");
+            MetricsSnapshot m = soak.cache.metrics();
+            long acquires = soak.acquires.sum();
+            assertTrue(m.get(CacheCounter.HITS) <= acquires, "hits " + m.get(CacheCounter.HITS) + " > acquires");
+            assertTrue(acquires <= m.get(CacheCounter.HITS) + m.get(CacheCounter.REGISTRATIONS)
+                    + m.get(CacheCounter.SINGLE_FLIGHT_JOINS), "an acquire was neither a hit, a registration nor a"
+                    + " join: hits were lost");
             System.out.printf("soak %s: %,d acquires, %s%n", merge, soak.acquires.sum(),
                     soak.cache.metrics().counters());
         }
