@@ -91,11 +91,16 @@ public final class Verbs {
      * @throws VerbsUnavailableException naming the library and the Debian packages when it is missing
      */
     public static Verbs load() {
+        return load(LIBRARY);
+    }
+
+    /** Loads the named library (tests name a missing one to check the message). */
+    static Verbs load(String library) {
         SymbolLookup lookup;
         try {
-            lookup = SymbolLookup.libraryLookup(LIBRARY, Arena.global());
+            lookup = SymbolLookup.libraryLookup(library, Arena.global());
         } catch (IllegalArgumentException e) {
-            throw new VerbsUnavailableException("cannot load " + LIBRARY + " (" + e.getMessage() + "): install the"
+            throw new VerbsUnavailableException("cannot load " + library + " (" + e.getMessage() + "): install the"
                     + " Debian packages " + PACKAGES + " (apt-get install libibverbs1 ibverbs-providers)", e);
         }
         return new Verbs(lookup);

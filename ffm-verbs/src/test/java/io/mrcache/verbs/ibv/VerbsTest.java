@@ -59,6 +59,15 @@ class VerbsTest {
     }
 
     @Test
+    void aMissingLibraryIsNamedWithThePackagesToInstall() {
+        VerbsUnavailableException e = org.junit.jupiter.api.Assertions.assertThrows(VerbsUnavailableException.class,
+                () -> Verbs.load("libibverbs-not-installed.so.1"));
+        assertTrue(e.getMessage().contains("libibverbs-not-installed.so.1"), e.getMessage());
+        assertTrue(e.getMessage().contains("libibverbs1") && e.getMessage().contains("ibverbs-providers"),
+                e.getMessage());
+    }
+
+    @Test
     void accessFlagsMapToVerbsWithTheLocalWriteVerbsRequires() {
         assertEquals(0, VerbsRegistrar.toIbvAccess(Access.LOCAL_READ));
         assertEquals(1, VerbsRegistrar.toIbvAccess(Access.LOCAL_WRITE));
