@@ -176,13 +176,13 @@ final class Region {
      * region serves only requests with exactly its remote rights unless {@code widenRemote} (I6).
      */
     boolean serves(long from, long to, int requested, boolean widenRemote) {
-        if (from < start || to > end || !Access.includes(access, requested)) {
-            return false;
-        }
-        if (widenRemote) {
-            return true;
-        }
-        return (access & Access.REMOTE_MASK) == (requested & Access.REMOTE_MASK);
+        return from >= start && to <= end && grants(access, requested, widenRemote);
+    }
+
+    /** Whether rights {@code granted} serve {@code requested}: a superset, and equal remote rights unless widened. */
+    static boolean grants(int granted, int requested, boolean widenRemote) {
+        return Access.includes(granted, requested)
+                && (widenRemote || (granted & Access.REMOTE_MASK) == (requested & Access.REMOTE_MASK));
     }
 
     @Override

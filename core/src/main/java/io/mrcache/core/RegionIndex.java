@@ -18,6 +18,8 @@ final class RegionIndex {
     private final Region[] regions;
     private final long[] starts;
     private final long[] ends;
+    /** Each region's rights, beside its range: a lookup reads no region object until it has found one. */
+    private final int[] accesses;
     /** maxEnds[i] = max(ends[0..i]). */
     private final long[] maxEnds;
 
@@ -25,18 +27,22 @@ final class RegionIndex {
         this.regions = sortedRegions;
         this.starts = new long[sortedRegions.length];
         this.ends = new long[sortedRegions.length];
+        this.accesses = new int[sortedRegions.length];
         for (int i = 0; i < sortedRegions.length; i++) {
             starts[i] = sortedRegions[i].start;
             ends[i] = sortedRegions[i].end;
+            accesses[i] = sortedRegions[i].access;
         }
         this.maxEnds = new long[sortedRegions.length];
         fillMaxEnds(0);
     }
 
-    private RegionIndex(Region[] regions, long[] starts, long[] ends, int dirtyFrom, long[] oldMaxEnds) {
+    private RegionIndex(Region[] regions, long[] starts, long[] ends, int[] accesses, int dirtyFrom,
+            long[] oldMaxEnds) {
         this.regions = regions;
         this.starts = starts;
         this.ends = ends;
+        this.accesses = accesses;
         this.maxEnds = new long[regions.length];
         System.arraycopy(oldMaxEnds, 0, maxEnds, 0, Math.min(dirtyFrom, regions.length));
         fillMaxEnds(dirtyFrom);
@@ -58,9 +64,22 @@ final class RegionIndex {
     Region findServing(long from, long to, int access, boolean widenRemote) {
         // regions[i].start <= from for i <= last; scan left while something can still reach 'to'
         for (int i = lastStartAtOrBefore(from); i >= 0 && maxEnds[i] >= to; i--) {
-            Region r = regions[i];
-            if (r.serves(from, to, access, widenRemote) && r.isLive()) {
-                return r;
+            if (ends[i] >= to && Region.grants(accesses[i], access, widenRemote) && regions[i].isLive()) {
+                return regions[i];
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The hit path's lookup: like {@link #findServing} but reads only the index's arrays, leaving the region's
+     * lease word (the one cache line threads write) to the compare-and-set that follows, which fails on a
+     * retired region anyway.
+     */
+    Region findServingUnchecked(long from, long to, int access, boolean widenRemote) {
+        for (int i = lastStartAtOrBefore(from); i >= 0 && maxEnds[i] >= to; i--) {
+            if (ends[i] >= to && Region.grants(accesses[i], access, widenRemote)) {
+                return regions[i];
             }
         }
         return null;
@@ -119,16 +138,20 @@ final class RegionIndex {
         Region[] rs = new Region[n + 1];
         long[] ss = new long[n + 1];
         long[] es = new long[n + 1];
+        int[] as = new int[n + 1];
         System.arraycopy(regions, 0, rs, 0, at);
         System.arraycopy(starts, 0, ss, 0, at);
         System.arraycopy(ends, 0, es, 0, at);
+        System.arraycopy(accesses, 0, as, 0, at);
         rs[at] = added;
         ss[at] = added.start;
         es[at] = added.end;
+        as[at] = added.access;
         System.arraycopy(regions, at, rs, at + 1, n - at);
         System.arraycopy(starts, at, ss, at + 1, n - at);
         System.arraycopy(ends, at, es, at + 1, n - at);
-        return new RegionIndex(rs, ss, es, at, maxEnds);
+        System.arraycopy(accesses, at, as, at + 1, n - at);
+        return new RegionIndex(rs, ss, es, as, at, maxEnds);
     }
 
     private RegionIndex without(Region gone) {
@@ -143,13 +166,16 @@ final class RegionIndex {
         Region[] rs = new Region[n - 1];
         long[] ss = new long[n - 1];
         long[] es = new long[n - 1];
+        int[] as = new int[n - 1];
         System.arraycopy(regions, 0, rs, 0, at);
         System.arraycopy(starts, 0, ss, 0, at);
         System.arraycopy(ends, 0, es, 0, at);
+        System.arraycopy(accesses, 0, as, 0, at);
         System.arraycopy(regions, at + 1, rs, at, n - at - 1);
         System.arraycopy(starts, at + 1, ss, at, n - at - 1);
         System.arraycopy(ends, at + 1, es, at, n - at - 1);
-        return new RegionIndex(rs, ss, es, at, maxEnds);
+        System.arraycopy(accesses, at + 1, as, at, n - at - 1);
+        return new RegionIndex(rs, ss, es, as, at, maxEnds);
     }
 
     private int indexOf(Region region) {

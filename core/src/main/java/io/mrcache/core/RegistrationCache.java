@@ -167,7 +167,7 @@ public final class RegistrationCache implements AutoCloseable {
     public Lease acquire(long address, long length, int access) {
         long end = checkRange("acquire", address, length);
         Access.validate(access);
-        Region r = index.findServing(address, end, access, widenRemote);
+        Region r = index.findServingUnchecked(address, end, access, widenRemote);
         int retained = r == null ? Region.NOT_RETAINED : r.tryRetainHit(); // counts the hit in the lease word
         if (retained == Region.NOT_RETAINED) {
             r = acquireSlow(address, end, access);
