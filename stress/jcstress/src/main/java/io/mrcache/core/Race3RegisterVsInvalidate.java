@@ -38,11 +38,7 @@ public final class Race3RegisterVsInvalidate {
         }
 
         void arbiter(II_Result r) {
-            Lease l = cache.acquire(B, P, Access.LOCAL_WRITE);
-            r.r1 = registrar.startedBeforeInvalidation(l.registration()) ? 1 : 0;
-            l.close();
-            cache.close();
-            r.r2 = registrar.balanced() ? 0 : 1;
+            registrar.judgeFreshness(cache, B, P, r);
         }
     }
 

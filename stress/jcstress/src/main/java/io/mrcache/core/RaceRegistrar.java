@@ -59,6 +59,20 @@ final class RaceRegistrar implements Registrar {
         return live.isEmpty() && badDeregisters.get() == 0 && registers.get() == deregisters.get();
     }
 
+    /**
+     * The arbiter of the register-vs-free races: acquires the range after everything ran and closes the cache.
+     * r1 = 1 when that acquire got a registration begun before the invalidation (published stale), r2 = 1 when
+     * the ledger does not balance after close.
+     */
+    void judgeFreshness(RegistrationCache cache, long address, long length,
+            org.openjdk.jcstress.infra.results.II_Result r) {
+        Lease l = cache.acquire(address, length, Access.LOCAL_WRITE);
+        r.r1 = startedBeforeInvalidation(l.registration()) ? 1 : 0;
+        l.close();
+        cache.close();
+        r.r2 = balanced() ? 0 : 1;
+    }
+
     static RegistrationCache cache(RaceRegistrar registrar, Budget budget, RegistrationCache.Fault... faults) {
         return RegistrationCache.builder(registrar).budget(budget).faults(faults).build();
     }
