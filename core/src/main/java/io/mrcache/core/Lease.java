@@ -13,15 +13,19 @@ package io.mrcache.core;
 public final class Lease implements AutoCloseable {
     private final RegistrationCache cache;
     final Region region;
+    /** The lease cell this lease was counted in (the acquiring thread's). */
+    private final int stripe;
     private final long address;
     private final long length;
     /** Non-null only with leak detection on. */
     private final LeakDetector.Tracker tracker;
     private boolean released;
 
-    Lease(RegistrationCache cache, Region region, long address, long length, LeakDetector.Tracker tracker) {
+    Lease(RegistrationCache cache, Region region, int stripe, long address, long length,
+            LeakDetector.Tracker tracker) {
         this.cache = cache;
         this.region = region;
+        this.stripe = stripe;
         this.address = address;
         this.length = length;
         this.tracker = tracker;
@@ -75,7 +79,7 @@ public final class Lease implements AutoCloseable {
         if (tracker != null) {
             tracker.released();
         }
-        cache.release(region);
+        cache.release(region, stripe);
     }
 
     @Override

@@ -12,29 +12,45 @@ import java.util.concurrent.CompletableFuture;
  *    │  leases come and go                 no new lease; old ones drain        keys dead at the NIC
  * </pre>
  *
- * <p>The whole state is one word: the lease count in bits 0-30, the count of hits served (mod 2^31) in bits
- * 31-61, and {@link #RETIRED_BIT}. A lease is taken by a compare-and-set that fails once the bit is set, so
- * "retired" and "leased" can never both be decided without seeing each other; the same compare-and-set
- * counts the hit, so a hit pays no second atomic for the cache's hit counter. Whoever moves the word to exactly {@code RETIRED_BIT} (no leases) owns
- * the single deregistration: the retirer when the region was idle, otherwise the last releaser
- * (invariant I2: deregistered once, and only when unreachable and unleased).
+ * <p><b>Leases are striped.</b> Each thread counts its leases (and the hits it was served) in one of
+ * {@link #STRIPES} cells, each on its own cache line, so two threads taking leases on the same region do
+ * not pass a cache line back and forth. A lease is taken by adding to the thread's cell and <em>then</em>
+ * reading the state word: if the region is retired (or being evicted) the add is undone and the acquire
+ * fails. Retirement sets {@link #RETIRED} in the state word and <em>then</em> sums the cells. Both sides
+ * write before they read, with sequentially consistent atomics, so for every lease either the acquirer sees
+ * the retirement (and backs off, never using the region) or the retirer's sum sees the lease (and leaves the
+ * deregistration to its release). Hence a sum of zero read after {@code RETIRED} is set proves no lease is
+ * or will be in use (invariant I2).
+ *
+ * <p><b>Exactly one deregistration.</b> Everyone who may have brought the sum to zero after retirement (the
+ * retirer, each release, each backed-off acquire) sums the cells; whoever sees zero competes for
+ * {@link #CLAIMED} with a compare-and-set, and the single winner deregisters (I2, I4).
+ *
+ * <p><b>Eviction</b> must never take a leased region (H5): the evictor sets {@link #EVICTING} (acquirers
+ * back off as for a retired region), then sums the cells; zero means idle and it retires the region, else it
+ * clears {@code EVICTING} and gives up.
  */
 final class Region {
-    static final long RETIRED_BIT = 1L << 62;
-    static final long LEASE_MASK = (1L << 31) - 1;
-    static final long HIT_ONE = 1L << 31;
-    static final long HIT_MASK = LEASE_MASK << 31;
-    /** The lease count and the retired bit: what the lifecycle decisions look at. */
-    static final long LIFE_MASK = LEASE_MASK | RETIRED_BIT;
-    /** Hits a counter holds before it wraps; the caller adds them to the cache's total when it does. */
-    static final long HITS_PER_WRAP = 1L << 31;
+    static final long RETIRED = 1L;
+    static final long EVICTING = 1L << 1;
+    static final long CLAIMED = 1L << 2;
+    /** Cells per region; a power of two. */
+    static final int STRIPES = 4;
+    /** longs per cell: 8 x 8 bytes = one 64-byte cache line. */
+    private static final int CELL_STRIDE = 8;
+    /** In a cell: leases in the low 32 bits, hits in the high 32 (harvested before they can wrap). */
+    private static final long LEASE_ONE = 1L;
+    private static final long HIT_ONE = 1L << 32;
+    private static final long LEASE_BITS = 0xFFFF_FFFFL;
 
-    /** {@link #tryRetainHit} results. */
+    /** {@link #tryRetain} and {@link #tryRetainHit} results. */
     static final int NOT_RETAINED = 0;
     static final int RETAINED = 1;
-    static final int RETAINED_COUNTER_WRAPPED = 2;
+    /** Not retained, and the caller's back-off released the last lease of a retired region: deregister it. */
+    static final int NOT_RETAINED_DEREGISTER = 2;
 
     private static final VarHandle STATE;
+    private static final VarHandle CELLS = java.lang.invoke.MethodHandles.arrayElementVarHandle(long[].class);
 
     static {
         try {
@@ -42,6 +58,11 @@ final class Region {
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
+    }
+
+    /** The stripe of the calling thread: a fixed function of its id. */
+    static int stripe() {
+        return (int) ((Thread.currentThread().threadId() * 0x9E3779B97F4A7C15L) >>> 62) & (STRIPES - 1);
     }
 
     final Registration registration;
@@ -56,107 +77,136 @@ final class Region {
 
     @SuppressWarnings("unused") // accessed through STATE
     private volatile long state;
+    /** STRIPES cells, one per cache line (with a line of padding before the first). */
+    private final long[] cells = new long[(STRIPES + 1) * CELL_STRIDE];
 
     /** Set when the eviction policy dropped this region while it was leased; it re-enters when idle. */
     volatile boolean untracked;
 
+    /** A live region holding {@code initialLeases} leases of the calling thread's stripe. */
     Region(Registration registration, long pinnedBytes, long initialLeases) {
         this.registration = registration;
         this.start = registration.address();
         this.end = registration.end();
         this.access = registration.access();
         this.pinnedBytes = pinnedBytes;
-        this.state = initialLeases;
+        cells[cell(stripe())] = initialLeases * LEASE_ONE;
+        VarHandle.releaseFence();
     }
 
-    /** Takes a lease unless the region is retired (not counted as a hit). */
-    boolean tryRetain() {
-        long s;
-        do {
-            s = (long) STATE.getVolatile(this);
-            if ((s & RETIRED_BIT) != 0) {
-                return false;
-            }
-        } while (!STATE.compareAndSet(this, s, s + 1));
-        return true;
+    private static int cell(int stripe) {
+        return (stripe + 1) * CELL_STRIDE;
+    }
+
+    /** Takes a lease on {@code stripe} unless the region is retired or being evicted (not a hit). */
+    int tryRetain(int stripe) {
+        return take(stripe, LEASE_ONE);
     }
 
     /**
-     * Takes a lease and counts a hit, unless the region is retired. Lock-free; the hit path's only write.
+     * Takes a lease on {@code stripe} and counts a hit, unless the region is retired or being evicted.
+     * Lock-free: one atomic add on the thread's own cell and one read of the state word.
+     */
+    int tryRetainHit(int stripe) {
+        return take(stripe, LEASE_ONE + HIT_ONE);
+    }
+
+    private int take(int stripe, long delta) {
+        int c = cell(stripe);
+        CELLS.getAndAdd(cells, c, delta); // write first ...
+        if (((long) STATE.getVolatile(this) & (RETIRED | EVICTING)) == 0) { // ... then read
+            return RETAINED;
+        }
+        CELLS.getAndAdd(cells, c, -delta); // back off: this lease was never used
+        return ((long) STATE.getVolatile(this) & RETIRED) != 0 && settle() ? NOT_RETAINED_DEREGISTER : NOT_RETAINED;
+    }
+
+    /**
+     * Drops a lease taken on {@code stripe}.
      *
-     * @return {@link #NOT_RETAINED}, {@link #RETAINED}, or {@link #RETAINED_COUNTER_WRAPPED} when the hit
-     *         counter wrapped to 0 and the caller must add {@link #HITS_PER_WRAP} hits to the total
+     * @return true when the caller must deregister the region (it was retired and this was the last lease)
      */
-    int tryRetainHit() {
-        long s;
-        long next;
-        int result;
-        do {
-            s = (long) STATE.getVolatile(this);
-            if ((s & RETIRED_BIT) != 0) {
-                return NOT_RETAINED;
-            }
-            next = s + 1 + HIT_ONE;
-            result = RETAINED;
-            if ((next & RETIRED_BIT) != 0) { // the counter carried into the retired bit: wrap it
-                next = (s + 1) & ~HIT_MASK;
-                result = RETAINED_COUNTER_WRAPPED;
-            }
-        } while (!STATE.compareAndSet(this, s, next));
-        return result;
-    }
-
-    /** Hits counted in the state word since the last wrap. */
-    long hits() {
-        return ((long) STATE.getVolatile(this) & HIT_MASK) >>> 31;
-    }
-
-    /**
-     * Drops a lease and returns the new lease count and retired bit: {@link #RETIRED_BIT} exactly means the
-     * caller released the last lease of a retired region and must deregister it; 0 means the region became
-     * idle.
-     */
-    long releaseLease() {
-        return ((long) STATE.getAndAdd(this, -1L) - 1) & LIFE_MASK;
+    boolean release(int stripe) {
+        CELLS.getAndAdd(cells, cell(stripe), -LEASE_ONE);
+        return ((long) STATE.getVolatile(this) & RETIRED) != 0 && settle();
     }
 
     /**
      * Marks the region retired (unlinked from the index by the caller under the index lock).
      *
-     * @return true when the region was live and idle, so the caller must deregister it now; false when
-     *         leases remain (the last release deregisters) or another retirer got there first
+     * @return true when the region was idle and the caller won the deregistration; false when leases remain
+     *         (the last release deregisters) or another retirer or releaser won it
      */
     boolean retire() {
-        long before = (long) STATE.getAndBitwiseOr(this, RETIRED_BIT);
-        return (before & LIFE_MASK) == 0;
+        STATE.getAndBitwiseOr(this, RETIRED);
+        return settle();
     }
 
-    /** Retires only if live and unleased: the compare-and-set that makes eviction safe against acquire (H5). */
+    /** Retires only if live and unleased: never takes a region from under an acquire (H5). True: deregister. */
     boolean tryRetireIdle() {
+        long s = (long) STATE.getVolatile(this);
+        if ((s & (RETIRED | EVICTING)) != 0 || !STATE.compareAndSet(this, s, s | EVICTING)) {
+            return false;
+        }
+        if (sumLeases() != 0) { // leased after all: give up, and let acquirers in again
+            STATE.getAndBitwiseAnd(this, ~EVICTING);
+            return false;
+        }
+        return retire();
+    }
+
+    /** The broken variant's eviction: retires and claims whatever the leases (jcstress and model tests only). */
+    boolean forceRetireForFault() {
+        long before = (long) STATE.getAndBitwiseOr(this, RETIRED | CLAIMED);
+        return (before & CLAIMED) == 0;
+    }
+
+    /** After retirement: if no lease is held, compete for the single deregistration. */
+    private boolean settle() {
+        if (sumLeases() != 0) {
+            return false;
+        }
         long s;
         do {
             s = (long) STATE.getVolatile(this);
-            if ((s & LIFE_MASK) != 0) {
+            if ((s & CLAIMED) != 0) {
                 return false;
             }
-        } while (!STATE.compareAndSet(this, s, s | RETIRED_BIT));
+        } while (!STATE.compareAndSet(this, s, s | CLAIMED));
         return true;
     }
 
+    private long sumLeases() {
+        long sum = 0;
+        for (int i = 0; i < STRIPES; i++) {
+            sum += (long) CELLS.getVolatile(cells, cell(i)) & LEASE_BITS;
+        }
+        return sum;
+    }
+
+    /** Hits served by this region (summed over the cells; a cell holds 2^32 before it would wrap). */
+    long hits() {
+        long sum = 0;
+        for (int i = 0; i < STRIPES; i++) {
+            sum += (long) CELLS.getVolatile(cells, cell(i)) >>> 32;
+        }
+        return sum;
+    }
+
     long leases() {
-        return (long) STATE.getVolatile(this) & LEASE_MASK;
+        return sumLeases();
     }
 
     boolean isLive() {
-        return ((long) STATE.getVolatile(this) & RETIRED_BIT) == 0;
+        return ((long) STATE.getVolatile(this) & (RETIRED | EVICTING)) == 0;
     }
 
     boolean isIdle() {
-        return ((long) STATE.getVolatile(this) & LIFE_MASK) == 0;
+        return isLive() && sumLeases() == 0;
     }
 
     boolean isRetired() {
-        return !isLive();
+        return ((long) STATE.getVolatile(this) & RETIRED) != 0;
     }
 
     boolean isDeregistered() {
@@ -187,9 +237,8 @@ final class Region {
 
     @Override
     public String toString() {
-        long s = (long) STATE.getVolatile(this);
-        String life = (s & RETIRED_BIT) == 0 ? "live" : isDeregistered() ? "deregistered" : "retired";
+        String life = isLive() ? "live" : isDeregistered() ? "deregistered" : "retired";
         return "Region[0x" + Long.toHexString(start) + "..0x" + Long.toHexString(end) + " "
-                + Access.describe(access) + " " + life + " leases=" + (s & LEASE_MASK) + "]";
+                + Access.describe(access) + " " + life + " leases=" + sumLeases() + "]";
     }
 }

@@ -40,9 +40,11 @@ import java.util.function.LongSupplier;
  *
  * <h2>Concurrency</h2>
  * <p>Read without a lock: {@link #index}, an immutable {@link RegionIndex} published through a volatile
- * field, and each {@link Region}'s state word (lease count plus a RETIRED bit). A hit is one volatile read
- * of the index, a binary search, and one compare-and-set on the region's state ({@link Region#tryRetain}),
- * which fails once the region is retired. Nothing else is shared on the hit path but striped counters.
+ * field, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and striped lease cells. A
+ * hit is one volatile read of the index, a branch-free binary search over the index's own arrays, one atomic
+ * add on the calling thread's lease cell of the region and one read of its state word
+ * ({@link Region#tryRetainHit}), which backs off once the region is retired. Two threads hitting the same
+ * region write different cache lines.
  *
  * <p>Written under {@link #lock} only: the index, the index of retired-but-not-yet-deregistered regions
  * ({@link #retiring}) and the list of in-flight registrations ({@link #pending}). No registrar call and no
@@ -51,20 +53,22 @@ import java.util.function.LongSupplier;
  *
  * <p>Publication against invalidation. Every way out of the index (invalidate, eviction, merge, access
  * upgrade, close) first swaps in a new index without the region, under the lock, and then sets its RETIRED
- * bit. A reader holding the old index either retained the region before the bit was set (its lease is then
- * ordered before the retirement, and the deregistration waits for its release: I2, I3) or fails and retries
- * on the slow path, which sees the new index. So once {@code invalidate(r)} has returned, an acquire that
+ * bit and sums its lease cells. A reader holding the old index adds to its cell before it reads the state
+ * word, and the retirer sets the bit before it reads the cells: either the reader saw the region live (its
+ * lease is then in the retirer's sum, and the deregistration waits for its release: I2, I3) or it sees
+ * RETIRED, backs off and retries on the slow path, which sees the new index. So once {@code invalidate(r)} has returned, an acquire that
  * starts later can neither find nor retain a region retired by it (I1). A miss registers an entry of
  * {@link #pending} added under the lock; {@code invalidate} marks every overlapping pending entry doomed
  * under the same lock; the owner checks the mark under the lock before publishing. Hence a registration
  * that overlaps an invalidation which took the lock after the registration was planned is never published
  * (H4) and is deregistered before the invalidation's stage completes.
  *
- * <p>Exactly-once deregistration. The state word moves to exactly RETIRED (no leases) once: either the
- * retirer sees it idle ({@link Region#retire}, {@link Region#tryRetireIdle}) or the last release of a
- * retired region ({@link Region#releaseLease}) does. That one thread deregisters (I2, I4). Eviction retires
- * only by a compare-and-set from "live, zero leases", so it can never take a region from under a
- * concurrent acquire (H5).
+ * <p>Exactly-once deregistration. After RETIRED is set, whoever may have brought the lease sum to zero (the
+ * retirer, each release, an acquire backing off) sums the cells and, on zero, competes for the CLAIMED bit
+ * with a compare-and-set; the one winner deregisters (I2, I4). Eviction first sets EVICTING (acquires back
+ * off as from a retired region), then sums: zero proves the region idle and it is retired, anything else and
+ * the eviction withdraws, so it never takes a region from under a concurrent acquire (H5). The protocol is
+ * drawn in {@link Region}'s comment; the jcstress races exercise each side of it.
  *
  * <p>Free-hook fast path. {@code invalidate} of a range that nothing overlaps takes no lock and allocates
  * nothing: it reads {@link #pendingCount}, then {@link #index}, then {@link #retiring}. Writers publish in
@@ -167,24 +171,28 @@ public final class RegistrationCache implements AutoCloseable {
     public Lease acquire(long address, long length, int access) {
         long end = checkRange("acquire", address, length);
         Access.validate(access);
+        int stripe = Region.stripe();
         Region r = index.findServingUnchecked(address, end, access, widenRemote);
-        int retained = r == null ? Region.NOT_RETAINED : r.tryRetainHit(); // counts the hit in the lease word
-        if (retained == Region.NOT_RETAINED) {
-            r = acquireSlow(address, end, access);
-        } else if (retained == Region.RETAINED_COUNTER_WRAPPED) {
-            metrics.add(CacheCounter.HITS, Region.HITS_PER_WRAP);
+        int retained = r == null ? Region.NOT_RETAINED : r.tryRetainHit(stripe); // counts the hit in its cell
+        if (retained != Region.RETAINED) {
+            if (retained == Region.NOT_RETAINED_DEREGISTER) {
+                deferredDeregister(r);
+            }
+            r = acquireSlow(address, end, access, stripe);
         }
         // the one allocation site: when the caller keeps the lease local, C2 can scalar-replace it
-        return leakDetector == null ? new Lease(this, r, address, length, null) : trackedLease(r, address, length);
+        return leakDetector == null ? new Lease(this, r, stripe, address, length, null)
+                : trackedLease(r, stripe, address, length);
     }
 
-    /** The miss path; returns the region with one lease taken for the caller. */
-    private Region acquireSlow(long address, long end, int access) {
+    /** The miss path; returns the region with one lease taken for the caller on {@code stripe}. */
+    private Region acquireSlow(long address, long end, int access, int stripe) {
         long length = end - address;
         for (;;) {
             drainEvicted();
             PendingRegistration p;
             boolean owner = false;
+            Region backedOff = null;
             lock.lock();
             try {
                 if (closed) {
@@ -192,12 +200,12 @@ public final class RegistrationCache implements AutoCloseable {
                             + ") on a closed RegistrationCache: close() was called; build a new cache");
                 }
                 Region r = index.findServing(address, end, access, widenRemote);
-                int retained = r == null ? Region.NOT_RETAINED : r.tryRetainHit();
-                if (retained != Region.NOT_RETAINED) {
-                    if (retained == Region.RETAINED_COUNTER_WRAPPED) {
-                        metrics.add(CacheCounter.HITS, Region.HITS_PER_WRAP);
-                    }
+                int retained = r == null ? Region.NOT_RETAINED : r.tryRetainHit(stripe);
+                if (retained == Region.RETAINED) {
                     return r;
+                }
+                if (retained == Region.NOT_RETAINED_DEREGISTER) { // raced a retirement that left it to us
+                    backedOff = r;
                 }
                 p = findPending(address, end, access);
                 if (p == null) {
@@ -209,6 +217,9 @@ public final class RegistrationCache implements AutoCloseable {
             } finally {
                 lock.unlock();
             }
+            if (backedOff != null) {
+                deferredDeregister(backedOff); // outside the lock, like every registrar call
+            }
             Region r;
             if (owner) {
                 metrics.increment(CacheCounter.MISSES);
@@ -216,8 +227,14 @@ public final class RegistrationCache implements AutoCloseable {
             } else {
                 metrics.increment(CacheCounter.SINGLE_FLIGHT_JOINS);
                 r = p.await();
-                if (r != null && !r.tryRetain()) {
-                    r = null; // invalidated right after publication: retry
+                if (r != null) {
+                    int retained = r.tryRetain(stripe);
+                    if (retained == Region.NOT_RETAINED_DEREGISTER) {
+                        deferredDeregister(r);
+                    }
+                    if (retained != Region.RETAINED) {
+                        r = null; // invalidated right after publication: retry
+                    }
                 }
             }
             if (r != null) {
@@ -321,8 +338,9 @@ public final class RegistrationCache implements AutoCloseable {
         if (!publish) {
             metrics.increment(CacheCounter.DISCARDED_IN_FLIGHT);
             commit(event, p, "discarded");
-            region.releaseLease();
-            deregister(region);
+            if (region.release(Region.stripe())) { // never published: our lease was the only one
+                deregister(region);
+            }
             p.discarded();
             return null;
         }
@@ -396,31 +414,36 @@ public final class RegistrationCache implements AutoCloseable {
     }
 
     /** Called by {@link Lease#close()}. */
-    void release(Region r) {
-        long after = r.releaseLease();
-        if (after == Region.RETIRED_BIT) { // releaseLease masks the hit counter out
-            metrics.increment(CacheCounter.DEFERRED_DEREGISTRATIONS);
-            deregister(r);
+    void release(Region r, int stripe) {
+        if (r.release(stripe)) {
+            deferredDeregister(r);
             return;
         }
-        if (after == 0) {
-            if (r.untracked) { // the policy dropped it while leased: re-enter now that it is idle
-                r.untracked = false;
-                policy.put(r, r);
-                if (!r.isLive()) {
-                    policy.invalidate(r);
-                }
-            } else if (bounded) {
-                policy.getIfPresent(r); // records the access; without a budget nothing is ever evicted
-            }
-            drainEvicted();
-            makeRoom();
+        if (!bounded || !r.isIdle()) {
+            return; // without a budget there is no policy to inform and nothing to evict
         }
+        if (r.untracked) { // the policy dropped it while leased: re-enter now that it is idle
+            r.untracked = false;
+            policy.put(r, r);
+            if (!r.isLive()) {
+                policy.invalidate(r);
+            }
+        } else {
+            policy.getIfPresent(r); // records the access
+        }
+        drainEvicted();
+        makeRoom();
     }
 
-    private Lease trackedLease(Region r, long address, long length) {
+    /** The deregistration left to the last release (or to a backed-off acquire) of a retired region. */
+    private void deferredDeregister(Region r) {
+        metrics.increment(CacheCounter.DEFERRED_DEREGISTRATIONS);
+        deregister(r);
+    }
+
+    private Lease trackedLease(Region r, int stripe, long address, long length) {
         LeakDetector.Tracker tracker = leakDetector.newTracker(address, length, r.access);
-        Lease lease = new Lease(this, r, address, length, tracker);
+        Lease lease = new Lease(this, r, stripe, address, length, tracker);
         tracker.watch(lease);
         return lease;
     }
@@ -521,7 +544,7 @@ public final class RegistrationCache implements AutoCloseable {
         if (!cause.wasEvicted()) {
             return;
         }
-        if (r.tryRetireIdle() || (hasFault(Fault.EVICT_LEASED) && r.isLive() && retireLeasedForFault(r))) {
+        if (r.tryRetireIdle() || (hasFault(Fault.EVICT_LEASED) && r.isLive() && r.forceRetireForFault())) {
             evicted.add(r);
         } else if (r.isLive()) {
             r.untracked = true;
@@ -611,9 +634,7 @@ public final class RegistrationCache implements AutoCloseable {
                 event.reason = "budget";
                 event.commit();
             }
-            if (r.leases() == 0 || hasFault(Fault.EVICT_LEASED)) { // leases > 0 only in the broken variant
-                deregister(r);
-            }
+            deregister(r); // tryRetireIdle won the claim (or, in the broken variant, the forced retirement did)
         }
     }
 
@@ -823,11 +844,6 @@ public final class RegistrationCache implements AutoCloseable {
 
     private boolean hasFault(Fault f) {
         return (faults & f.bit) != 0;
-    }
-
-    private boolean retireLeasedForFault(Region r) {
-        r.retire();
-        return true;
     }
 
     /**

@@ -6,46 +6,58 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
-/** The region's state word: leases, hit counter and retired bit never disturb each other. */
+/** The region's lifecycle over striped lease cells: leases, hits, retirement, eviction, the single claim. */
 class RegionStateTest {
     static final Registration REG = new Registration(4096, 4096, Access.LOCAL_READ, 1, 1, 0, 1);
 
     @Test
-    void hitsAreCountedInTheLeaseWordAndDoNotDisturbLifecycleDecisions() {
+    void hitsAreCountedInTheCellsAndDoNotDisturbLifecycleDecisions() {
         Region r = new Region(REG, 4096, 0);
         for (int i = 0; i < 5; i++) {
-            assertEquals(Region.RETAINED, r.tryRetainHit());
-            assertEquals(0, r.releaseLease(), "idle again: the counter is masked out");
+            assertEquals(Region.RETAINED, r.tryRetainHit(i % Region.STRIPES));
+            assertFalse(r.release(i % Region.STRIPES), "live: nothing to deregister");
         }
         assertEquals(5, r.hits());
         assertTrue(r.isIdle());
-        assertTrue(r.tryRetireIdle(), "idle with a non-zero hit counter is still idle");
-        assertEquals(Region.NOT_RETAINED, r.tryRetainHit());
+        assertTrue(r.tryRetireIdle(), "idle: the evictor wins the deregistration");
+        assertEquals(Region.NOT_RETAINED, r.tryRetainHit(0));
         assertEquals(5, r.hits());
+        assertFalse(r.retire(), "already claimed: a later retirer does not deregister again");
     }
 
     @Test
-    void retireWithLeasesLeavesTheLastReleaseToDeregister() {
+    void leasesOnDifferentStripesKeepARetiredRegionUntilTheLastRelease() {
         Region r = new Region(REG, 4096, 0);
-        r.tryRetainHit();
-        r.tryRetainHit();
+        assertEquals(Region.RETAINED, r.tryRetainHit(0));
+        assertEquals(Region.RETAINED, r.tryRetainHit(3));
         assertFalse(r.retire(), "leased: not the retirer's to deregister");
-        assertEquals(1, r.releaseLease() & Region.LEASE_MASK);
-        assertEquals(Region.RETIRED_BIT, r.releaseLease(), "the last release of a retired region deregisters");
+        assertFalse(r.tryRetireIdle());
+        assertFalse(r.release(3), "one lease left");
+        assertTrue(r.release(0), "the last release of a retired region deregisters");
     }
 
     @Test
-    void theHitCounterWrapsWithoutTouchingTheRetiredBit() {
-        Region r = new Region(REG, 4096, Region.HIT_MASK); // counter at its maximum, no lease
-        assertEquals(Region.RETAINED_COUNTER_WRAPPED, r.tryRetainHit());
-        assertEquals(0, r.hits());
+    void evictionOfALeasedRegionBacksOutAndLetsAcquiresIn() {
+        Region r = new Region(REG, 4096, 0);
+        assertEquals(Region.RETAINED, r.tryRetainHit(1));
+        assertFalse(r.tryRetireIdle(), "never evict a leased region (H5)");
+        assertTrue(r.isLive(), "the failed eviction cleared its mark");
+        assertEquals(Region.RETAINED, r.tryRetainHit(2));
+        assertFalse(r.release(1));
+        assertFalse(r.release(2));
+        assertTrue(r.isIdle());
+    }
+
+    @Test
+    void theCreatorsLeaseIsOnItsOwnStripe() {
+        Region r = new Region(REG, 4096, 1);
         assertEquals(1, r.leases());
-        assertTrue(r.isLive());
-        assertEquals(0, r.releaseLease());
+        assertFalse(r.retire());
+        assertTrue(r.release(Region.stripe()));
     }
 
     @Test
-    void aWrappedCounterIsAddedToTheCacheTotal() {
+    void hitsAreHarvestedAtDeregistration() {
         io.mrcache.core.testing.RecordingRegistrar registrar = new io.mrcache.core.testing.RecordingRegistrar();
         try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
             cache.acquire(4096, 4096, Access.LOCAL_READ).close();
