@@ -142,7 +142,15 @@ final class Region {
         return settle();
     }
 
-    /** Retires only if live and unleased: never takes a region from under an acquire (H5). True: deregister. */
+    /**
+     * Retires only if live and unleased: never takes a region from under an acquire (H5). True: the caller
+     * won the deregistration.
+     *
+     * <p>Once the cells sum to zero under EVICTING, no lease exists or can be taken (an acquire adds before it
+     * reads the state word, and sees EVICTING), so the evictor retires and claims in one compare-and-set.
+     * Claiming separately would let an acquire that backs off in between win the claim and deregister a
+     * region that is still linked in the index, where the evictor is the one that unlinks it.
+     */
     boolean tryRetireIdle() {
         long s = (long) STATE.getVolatile(this);
         if ((s & (RETIRED | EVICTING)) != 0 || !STATE.compareAndSet(this, s, s | EVICTING)) {
@@ -152,7 +160,13 @@ final class Region {
             STATE.getAndBitwiseAnd(this, ~EVICTING);
             return false;
         }
-        return retire();
+        do {
+            s = (long) STATE.getVolatile(this);
+            if ((s & (RETIRED | CLAIMED)) != 0) {
+                return false; // an invalidation retired it meanwhile, under the index lock: it unlinks it
+            }
+        } while (!STATE.compareAndSet(this, s, s | RETIRED | CLAIMED));
+        return true;
     }
 
     /** The broken variant's eviction: retires and claims whatever the leases (jcstress and model tests only). */
@@ -205,10 +219,6 @@ final class Region {
         return isLive() && sumLeases() == 0;
     }
 
-    boolean isRetired() {
-        return ((long) STATE.getVolatile(this) & RETIRED) != 0;
-    }
-
     boolean isDeregistered() {
         return deregistered.isDone();
     }
@@ -222,14 +232,9 @@ final class Region {
     }
 
     /**
-     * Whether a lease on this region may serve {@code [from, to)} with {@code requested} rights. A remote
-     * region serves only requests with exactly its remote rights unless {@code widenRemote} (I6).
+     * Whether rights {@code granted} serve {@code requested}: a superset, and, unless {@code widenRemote},
+     * exactly the same remote rights (I6).
      */
-    boolean serves(long from, long to, int requested, boolean widenRemote) {
-        return from >= start && to <= end && grants(access, requested, widenRemote);
-    }
-
-    /** Whether rights {@code granted} serve {@code requested}: a superset, and equal remote rights unless widened. */
     static boolean grants(int granted, int requested, boolean widenRemote) {
         return Access.includes(granted, requested)
                 && (widenRemote || (granted & Access.REMOTE_MASK) == (requested & Access.REMOTE_MASK));
