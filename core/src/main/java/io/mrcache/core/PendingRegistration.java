@@ -34,10 +34,7 @@ final class PendingRegistration {
     }
 
     boolean serves(long from, long to, int requested, boolean widenRemote) {
-        if (from < start || to > end || !Access.includes(access, requested)) {
-            return false;
-        }
-        return widenRemote || (access & Access.REMOTE_MASK) == (requested & Access.REMOTE_MASK);
+        return from >= start && to <= end && Region.grants(access, requested, widenRemote);
     }
 
     void published(Region region) {

@@ -8,7 +8,6 @@ import java.lang.foreign.StructLayout;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
-import java.util.Optional;
 
 /**
  * Looks up native functions once and calls them with errno captured per call.
@@ -51,10 +50,6 @@ public final class NativeCall {
     public static MethodHandle plain(SymbolLookup lookup, String library, String pkg, String symbol,
             FunctionDescriptor descriptor, Linker.Option... options) {
         return LINKER.downcallHandle(find(lookup, library, pkg, symbol), descriptor, options);
-    }
-
-    static Optional<MemorySegment> optional(SymbolLookup lookup, String symbol) {
-        return lookup.find(symbol);
     }
 
     private static MemorySegment find(SymbolLookup lookup, String library, String pkg, String symbol) {
