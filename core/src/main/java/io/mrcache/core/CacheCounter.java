@@ -12,7 +12,8 @@ public enum CacheCounter {
     REGISTRATION_FAILURES(5, "registration failures", "registrar.register calls that threw"),
     DEREGISTRATIONS(6, "deregistrations", "successful registrar.deregister calls"),
     DEREGISTRATION_FAILURES(7, "deregistration failures",
-            "registrar.deregister calls that threw; the memory must not be reused"),
+            "registrar.deregister calls that threw; the registration is quarantined and retried, and its memory"
+                    + " must not be reused until a retry succeeds"),
     MERGES(8, "merges", "registrations that absorbed overlapping or adjacent local regions"),
     ACCESS_UPGRADES(9, "access upgrades", "regions replaced because a request needed more rights"),
     INVALIDATIONS(10, "invalidations", "invalidate calls that unlinked at least one region or in-flight registration"),
@@ -25,7 +26,11 @@ public enum CacheCounter {
     ENOMEM_RECOVERIES(15, "ENOMEM recoveries", "registrations that succeeded after evicting idle regions on ENOMEM"),
     BUDGET_OVERRUNS(16, "budget overruns",
             "registrations made over budget because every cached region was leased"),
-    LEAKED_LEASES(17, "leaked leases", "leases garbage-collected without release (leak detection on)");
+    LEAKED_LEASES(17, "leaked leases", "leases garbage-collected without release (leak detection on)"),
+    DEREGISTRATION_RETRIES(18, "deregistration retries",
+            "attempts to deregister a quarantined registration again; growing: the registrar keeps refusing"),
+    WIDENING_FALLBACKS(19, "widening fallbacks",
+            "merged or upgraded registrations the registrar refused, replaced by the request's own range and rights");
 
     private final int id;
     private final String label;

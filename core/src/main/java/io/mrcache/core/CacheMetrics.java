@@ -46,14 +46,17 @@ final class CacheMetrics {
         regions.decrementAndGet();
     }
 
-    /** @param liveHits hits still counted in live regions' lease words */
-    MetricsSnapshot snapshot(long liveHits) {
+    /**
+     * @param liveHits    hits still counted in live regions' lease words
+     * @param quarantined registrations whose deregistration failed and awaits a retry
+     */
+    MetricsSnapshot snapshot(long liveHits, long quarantined) {
         EnumMap<CacheCounter, Long> counts = new EnumMap<>(CacheCounter.class);
         for (CacheCounter c : COUNTERS) {
             counts.put(c, counters[c.ordinal()].sum());
         }
         counts.merge(CacheCounter.HITS, liveHits, Long::sum);
-        return new MetricsSnapshot(counts, pinnedBytes.get(), regions.get(), copy(registrationNanos),
+        return new MetricsSnapshot(counts, pinnedBytes.get(), regions.get(), quarantined, copy(registrationNanos),
                 copy(registrationBytes));
     }
 

@@ -9,10 +9,11 @@ import org.HdrHistogram.Histogram;
  * @param counters            every {@link CacheCounter} and its count
  * @param pinnedBytes         bytes pinned by registrations not yet deregistered (page-aligned spans)
  * @param regions             registrations not yet deregistered
+ * @param quarantined         registrations whose deregistration failed, waiting for a retry (keys still live)
  * @param registrationNanos   latency of successful register calls, in nanoseconds
  * @param registrationBytes   size of successful register calls, in bytes
  */
-public record MetricsSnapshot(Map<CacheCounter, Long> counters, long pinnedBytes, long regions,
+public record MetricsSnapshot(Map<CacheCounter, Long> counters, long pinnedBytes, long regions, long quarantined,
         Histogram registrationNanos, Histogram registrationBytes) {
 
     public long get(CacheCounter counter) {
@@ -34,6 +35,7 @@ public record MetricsSnapshot(Map<CacheCounter, Long> counters, long pinnedBytes
         }
         sb.append(String.format("  %-34s %,15d%n", "pinned bytes", pinnedBytes));
         sb.append(String.format("  %-34s %,15d%n", "regions", regions));
+        sb.append(String.format("  %-34s %,15d%n", "quarantined registrations", quarantined));
         if (registrationNanos.getTotalCount() > 0) {
             sb.append(String.format("  %-34s p50 %,.1f us  p99 %,.1f us  max %,.1f us%n", "registration latency",
                     registrationNanos.getValueAtPercentile(50) / 1e3,

@@ -2,23 +2,31 @@ package io.mrcache.core;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * A registration in flight: planned under the index lock, registered outside it, then published or
  * discarded under the lock again. Concurrent misses that it would serve wait for it (single flight).
+ *
+ * <p>Range, rights and superseded regions are read and written under the cache's lock; only the owner
+ * changes them, by {@link #narrowTo} when the registrar refused the widened plan.
  */
 final class PendingRegistration {
-    final long start;
-    final long end;
-    final int access;
+    long start;
+    long end;
+    int access;
     /** Live regions this registration replaces once published (merged or upgraded). */
-    final List<Region> supersedes;
+    List<Region> supersedes;
     final boolean upgrade;
     /** Set under the index lock by an overlapping invalidation: the result must never be published (H4). */
     boolean doomed;
     /** The published region, or null when discarded; exceptional when the registration failed. */
     private final CompletableFuture<Region> outcome = new CompletableFuture<>();
-    /** Completes when nothing this registration pinned is still registered unpublished. */
+    /**
+     * Completes when nothing this registration pinned is still registered unpublished: at once when it was
+     * published or failed, when its deregistration succeeded when it was discarded, and exceptionally when
+     * that deregistration failed (the keys are live, so a waiting invalidation must not report success).
+     */
     final CompletableFuture<Void> settled = new CompletableFuture<>();
 
     PendingRegistration(long start, long end, int access, List<Region> supersedes, boolean upgrade) {
@@ -37,30 +45,65 @@ final class PendingRegistration {
         return from >= start && to <= end && Region.grants(access, requested, widenRemote);
     }
 
+    /** Whether the plan is wider, in range or rights, than {@code [from, to)} with {@code rights}. */
+    boolean widerThan(long from, long to, int rights) {
+        return start != from || end != to || access != rights;
+    }
+
+    /** Falls back to the request's own range and rights, replacing nothing. Under the lock, by the owner. */
+    void narrowTo(long from, long to, int rights) {
+        start = from;
+        end = to;
+        access = rights;
+        supersedes = List.of();
+    }
+
     void published(Region region) {
         settled.complete(null);
         outcome.complete(region);
     }
 
-    void discarded() {
-        settled.complete(null);
+    /** The result was discarded; {@code deregistration} is its first deregistration attempt. */
+    void discarded(CompletableFuture<Void> deregistration) {
         outcome.complete(null);
+        deregistration.whenComplete((v, e) -> {
+            if (e == null) {
+                settled.complete(null);
+            } else {
+                settled.completeExceptionally(e);
+            }
+        });
     }
 
-    void failed(RuntimeException e) {
-        settled.complete(null);
+    /**
+     * The registration failed; {@code cleanup} completes when whatever it registered is deregistered (at once
+     * when nothing was).
+     */
+    void failed(Throwable e, CompletableFuture<Void> cleanup) {
         outcome.completeExceptionally(e);
+        cleanup.whenComplete((v, x) -> {
+            if (x == null) {
+                settled.complete(null);
+            } else {
+                settled.completeExceptionally(x);
+            }
+        });
     }
 
-    /** Waits for the owner; null when the result was discarded. Rethrows the owner's failure. */
+    /**
+     * Waits for the owner; null when the result was discarded. Rethrows the owner's failure itself (the same
+     * exception object, not a wrapper), so every joiner sees what the owner saw.
+     */
     Region await() {
         try {
             return outcome.join();
-        } catch (java.util.concurrent.CompletionException e) {
+        } catch (CompletionException e) {
             Throwable cause = e.getCause();
-            if (cause instanceof RegistrationException re) {
-                throw new RegistrationException("a concurrent registration of the same range failed: "
-                        + re.getMessage(), re.errno(), re);
+            if (cause instanceof RuntimeException re) {
+                throw re;
+            }
+            if (cause instanceof Error er) {
+                throw er;
             }
             throw e;
         }

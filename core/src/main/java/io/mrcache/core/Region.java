@@ -3,6 +3,7 @@ package io.mrcache.core;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * One cached registration and its lifecycle.
@@ -42,6 +43,12 @@ final class Region {
     private static final long LEASE_ONE = 1L;
     private static final long HIT_ONE = 1L << 32;
     private static final long LEASE_BITS = 0xFFFF_FFFFL;
+    /**
+     * A cell's hit half is moved into {@link #harvestedHits} when it reaches this many, so it never wraps: the
+     * one add that reaches it harvests (hits rise by one at a time, so exactly one add does), and the adds
+     * racing it before its subtraction lands have 2^31 of head room.
+     */
+    static final long HARVEST_AT = 1L << 31;
 
     /** {@link #tryRetain} and {@link #tryRetainHit} results. */
     static final int NOT_RETAINED = 0;
@@ -72,8 +79,15 @@ final class Region {
     final int access;
     /** Bytes the registrar pinned: the page-aligned span. */
     final long pinnedBytes;
-    /** Completes when the registration is deregistered (exceptionally if deregister failed). */
-    final CompletableFuture<Void> deregistered = new CompletableFuture<>();
+    /**
+     * The outcome of the next deregistration attempt: completes normally when the keys are dead, exceptionally
+     * when that attempt failed (a fresh one then stands for the retry). Replaced only under the cache's lock.
+     */
+    private volatile CompletableFuture<Void> deregistration = new CompletableFuture<>();
+    /** Failed deregistration attempts so far (the retry's backoff grows with it); written under the lock. */
+    int failedDeregistrations;
+    /** Hits moved out of the cells before they could wrap (see {@link #HARVEST_AT}). */
+    private final AtomicLong harvestedHits = new AtomicLong();
 
     @SuppressWarnings("unused") // accessed through STATE
     private volatile long state;
@@ -113,8 +127,11 @@ final class Region {
 
     private int take(int stripe, long delta) {
         int c = cell(stripe);
-        CELLS.getAndAdd(cells, c, delta); // write first ...
+        long before = (long) CELLS.getAndAdd(cells, c, delta); // write first ...
         if (((long) STATE.getVolatile(this) & (RETIRED | EVICTING)) == 0) { // ... then read
+            if ((before >>> 32) >= HARVEST_AT - 1 && delta != LEASE_ONE) {
+                harvest(c);
+            }
             return RETAINED;
         }
         CELLS.getAndAdd(cells, c, -delta); // back off: this lease was never used
@@ -198,9 +215,32 @@ final class Region {
         return sum;
     }
 
-    /** Hits served by this region (summed over the cells; a cell holds 2^32 before it would wrap). */
+    /**
+     * Moves a full cell's hits into {@link #harvestedHits}, leaving the lease half untouched. Rare (every 2^31
+     * hits of a cell). A compare-and-set, so that two threads of one stripe that both saw the threshold
+     * harvest once: the second sees the hit half below it and does nothing.
+     */
+    private void harvest(int cell) {
+        long v;
+        do {
+            v = (long) CELLS.getVolatile(cells, cell);
+            if ((v >>> 32) < HARVEST_AT) {
+                return;
+            }
+        } while (!CELLS.compareAndSet(cells, cell, v, v - HARVEST_AT * HIT_ONE));
+        harvestedHits.addAndGet(HARVEST_AT);
+    }
+
+    /** Test seam: sets the hit half of {@code stripe}'s cell, to show that hits never wrap. */
+    void seedHitsForTest(int stripe, long hits) {
+        int c = cell(stripe);
+        long v = (long) CELLS.getVolatile(cells, c);
+        CELLS.setVolatile(cells, c, (v & LEASE_BITS) | (hits << 32));
+    }
+
+    /** Hits served by this region: the cells' hit halves plus what was harvested from them. */
     long hits() {
-        long sum = 0;
+        long sum = harvestedHits.get();
         for (int i = 0; i < STRIPES; i++) {
             sum += (long) CELLS.getVolatile(cells, cell(i)) >>> 32;
         }
@@ -220,7 +260,24 @@ final class Region {
     }
 
     boolean isDeregistered() {
-        return deregistered.isDone();
+        CompletableFuture<Void> d = deregistration;
+        return d.isDone() && !d.isCompletedExceptionally();
+    }
+
+    /** The outcome of the next (or last successful) deregistration attempt; see {@link #deregistration}. */
+    CompletableFuture<Void> deregistration() {
+        return deregistration;
+    }
+
+    /**
+     * After a failed attempt: installs a fresh outcome for the retry and returns the failed attempt's, for the
+     * caller to complete exceptionally once it has let go of the lock. Under the cache's lock.
+     */
+    CompletableFuture<Void> startRetry() {
+        CompletableFuture<Void> failed = deregistration;
+        deregistration = new CompletableFuture<>();
+        failedDeregistrations++;
+        return failed;
     }
 
     boolean isRemote() {
@@ -229,6 +286,11 @@ final class Region {
 
     boolean overlaps(long from, long to) {
         return start < to && end > from;
+    }
+
+    /** Whether this region covers {@code [from, to)} with rights that serve {@code requested} (I6). */
+    boolean serves(long from, long to, int requested, boolean widenRemote) {
+        return start <= from && end >= to && grants(access, requested, widenRemote);
     }
 
     /**

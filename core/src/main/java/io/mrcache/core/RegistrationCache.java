@@ -14,6 +14,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
@@ -76,6 +77,31 @@ import java.util.function.LongSupplier;
  * region enters {@code retiring} before it leaves the index), so a region that existed when the invalidate
  * began is seen by one of the three reads.
  *
+ * <h2>Failure paths</h2>
+ * <ul>
+ * <li><b>register throws</b> anything (a {@link RegistrationException}, another runtime exception, an
+ * {@code Error}): the in-flight entry leaves {@link #pending} under the lock, every single-flight joiner
+ * rethrows the owner's exception object itself, and the stages of invalidations and of close that waited on
+ * the entry complete (nothing was registered). The cache stays usable.
+ * <li><b>A widened registration is refused</b> (merged range or union of rights; EFAULT or EACCES where part
+ * of the wider range has another page protection): the owner narrows its entry under the lock to the
+ * request's own range and rights, replacing nothing, and registers again; only that failure fails the
+ * acquire (the first is attached as suppressed). ENOMEM instead evicts idle regions and retries once (I8).
+ * <li><b>deregister throws</b>: the keys are still live, so the region is never forgotten. It stays in
+ * {@link #retiring} (every later overlapping invalidation sees it: no fast path past it) and enters the
+ * {@link #quarantine}; the stages that waited for the attempt complete exceptionally with a
+ * {@link DeregistrationException} naming the range, the registrations, their keys and the errno; a retry
+ * ({@link DeregistrationRetry}: automatic with backoff by default, or {@link #retryQuarantined()}) makes a
+ * new attempt, and stages that started waiting since complete with that attempt's outcome. So no stage
+ * completes normally while a key that covered its range is live (I3). Pinned bytes still count the region,
+ * so eviction keeps going until the budget holds. Close retries the quarantine once and reports what is
+ * left; {@link #quarantined()} and the metrics show it.
+ * <li><b>A registrar result that does not cover the request</b> (range or rights) is deregistered as an
+ * unpublished registration and fails the acquire, for the owner and the joiners alike.
+ * <li><b>Bad input</b> (non-positive length, negative address, a range past {@link #USER_SPACE_END}, an
+ * empty or unknown access mask) is refused before anything changes.
+ * </ul>
+ *
  * <h2>Eviction</h2>
  * <p>Every published region is entered in a Caffeine cache used as the policy (W-TinyLFU), weighted by
  * pinned pages (or one per region when only the count is bounded) and bounded by the budget. A release
@@ -93,6 +119,12 @@ import java.util.function.LongSupplier;
 public final class RegistrationCache implements AutoCloseable {
     private static final CompletionStage<Void> DONE = CompletableFuture.<Void>completedFuture(null)
             .minimalCompletionStage();
+    /**
+     * Requests must end at or below this address: the top of user space on x86-64 with 5-level paging, the
+     * widest of Linux's 64-bit layouts. Keeps every page-aligned end from overflowing.
+     */
+    static final long USER_SPACE_END = 1L << 56;
+    private static final CompletableFuture<Void> DONE_FUTURE = CompletableFuture.completedFuture(null);
     /** Policy weights are in pages of this size, so a weight fits an int. */
     private static final long WEIGHT_UNIT = 4096;
 
@@ -114,6 +146,12 @@ public final class RegistrationCache implements AutoCloseable {
     private final ReentrantLock lock = new ReentrantLock();
     /** In-flight registrations; guarded by {@link #lock}. */
     private final List<PendingRegistration> pending = new ArrayList<>();
+    /**
+     * Retired regions whose deregistration failed and that no retry is attempting now; guarded by
+     * {@link #lock}. They stay in {@link #retiring}, so every overlapping invalidation sees them.
+     */
+    private final List<Region> quarantine = new ArrayList<>();
+    private final DeregistrationRetry retry;
     private volatile int pendingCount;
     private volatile boolean closed;
     private CompletableFuture<Void> closeCompletion; // guarded by lock
@@ -133,6 +171,7 @@ public final class RegistrationCache implements AutoCloseable {
         this.bounded = !b.budget.equals(Budget.UNLIMITED);
         this.nanoClock = b.nanoClock;
         this.faults = b.faults;
+        this.retry = b.retry;
         this.leakDetector = b.leakDetection
                 ? new LeakDetector(b.leakListener, () -> metrics.increment(CacheCounter.LEAKED_LEASES))
                 : null;
@@ -223,10 +262,13 @@ public final class RegistrationCache implements AutoCloseable {
             Region r;
             if (owner) {
                 metrics.increment(CacheCounter.MISSES);
-                r = registerAndPublish(p); // holds one lease for us when non-null
+                r = registerAndPublish(p, address, end, access); // holds one lease for us when non-null
             } else {
                 metrics.increment(CacheCounter.SINGLE_FLIGHT_JOINS);
                 r = p.await();
+                if (r != null && !r.serves(address, end, access, widenRemote)) {
+                    r = null; // the owner fell back to its own range or rights, which do not cover ours: retry
+                }
                 if (r != null) {
                     int retained = r.tryRetain(stripe);
                     if (retained == Region.NOT_RETAINED_DEREGISTER) {
@@ -292,16 +334,30 @@ public final class RegistrationCache implements AutoCloseable {
         return new PendingRegistration(from, to, rights, List.copyOf(supersedes), upgrade);
     }
 
-    /** Registers a planned entry outside the lock and publishes it unless doomed; null means retry. */
-    private Region registerAndPublish(PendingRegistration p) {
+    /**
+     * Registers a planned entry outside the lock and publishes it unless doomed; null means retry. Whatever
+     * the registrar throws (an {@code Error} included) removes the entry, fails every joiner with that same
+     * exception and completes every stage waiting on it before it reaches the caller.
+     */
+    private Region registerAndPublish(PendingRegistration p, long address, long end, int access) {
         RegistrationEvent event = new RegistrationEvent();
         event.begin();
         long started = nanoClock.getAsLong();
         Registration reg;
         try {
-            reg = registerRecovering(p);
-            checkRegistrarResult(p, reg);
-        } catch (RuntimeException e) {
+            reg = registerPlanned(p, address, end, access);
+            if (reg == null) {
+                throw new IllegalStateException("registrar " + registrar.getClass().getName()
+                        + " returned null for [0x" + Long.toHexString(p.start) + ", 0x" + Long.toHexString(p.end)
+                        + ") " + Access.describe(p.access) + ": register must return a registration or throw");
+            }
+        } catch (Throwable t) {
+            RuntimeException unchecked = t instanceof RuntimeException re ? re : null;
+            Error error = t instanceof Error er ? er : null;
+            if (unchecked == null && error == null) { // a checked exception thrown sneakily
+                unchecked = new RegistrationException("registrar " + registrar.getClass().getName()
+                        + " threw a checked exception: " + t, 0, t);
+            }
             lock.lock();
             try {
                 removePending(p);
@@ -309,19 +365,24 @@ public final class RegistrationCache implements AutoCloseable {
                 lock.unlock();
             }
             metrics.increment(CacheCounter.REGISTRATION_FAILURES);
-            p.failed(e);
+            p.failed(error != null ? error : unchecked, DONE_FUTURE);
             commit(event, p, "failed");
-            throw e;
+            if (error != null) {
+                throw error;
+            }
+            throw unchecked;
         }
         long pinned = pagesSpan(reg.address(), reg.end());
         metrics.registered(pinned, nanoClock.getAsLong() - started, reg.length());
         Region region = new Region(reg, pinned, 1);
+        String wrong = wrongResult(p, address, end, access, reg);
         List<Region> superseded = List.of();
         List<Region> toDeregister = List.of();
         boolean publish;
         lock.lock();
         try {
-            publish = (!p.doomed || hasFault(Fault.PUBLISH_DOOMED)) && (!closed || hasFault(Fault.CLOSE_SKIPS_PENDING));
+            publish = wrong == null && (!p.doomed || hasFault(Fault.PUBLISH_DOOMED))
+                    && (!closed || hasFault(Fault.CLOSE_SKIPS_PENDING));
             if (publish) {
                 superseded = p.supersedes.stream().filter(index::contains).toList();
                 retiring = retiring.withAll(superseded);
@@ -336,12 +397,20 @@ public final class RegistrationCache implements AutoCloseable {
             lock.unlock();
         }
         if (!publish) {
-            metrics.increment(CacheCounter.DISCARDED_IN_FLIGHT);
-            commit(event, p, "discarded");
+            CompletableFuture<Void> firstAttempt = region.deregistration();
             if (region.release(Region.stripe())) { // never published: our lease was the only one
                 deregister(region);
             }
-            p.discarded();
+            if (wrong != null) {
+                IllegalStateException e = new IllegalStateException(wrong);
+                metrics.increment(CacheCounter.REGISTRATION_FAILURES);
+                commit(event, p, "failed");
+                p.failed(e, firstAttempt);
+                throw e;
+            }
+            metrics.increment(CacheCounter.DISCARDED_IN_FLIGHT);
+            commit(event, p, "discarded");
+            p.discarded(firstAttempt);
             return null;
         }
         commit(event, p, "published");
@@ -357,6 +426,41 @@ public final class RegistrationCache implements AutoCloseable {
             metrics.increment(CacheCounter.BUDGET_OVERRUNS);
         }
         return region;
+    }
+
+    /**
+     * Registers the plan; when the plan was widened (merged with other regions, or given the union of rights)
+     * and the registrar refuses it with anything but ENOMEM (EFAULT or EACCES when part of the wider range has
+     * another page protection), registers the request's own range and rights alone, replacing nothing.
+     */
+    private Registration registerPlanned(PendingRegistration p, long address, long end, int access) {
+        try {
+            return registerRecovering(p);
+        } catch (RegistrationException e) {
+            boolean exact = Access.isRemote(access) && !widenRemote;
+            long ownFrom = exact ? address : alignDown(address);
+            long ownTo = exact ? end : alignUp(end);
+            boolean widened;
+            lock.lock();
+            try {
+                widened = p.widerThan(ownFrom, ownTo, access);
+                if (widened && e.errno() != RegistrationException.ENOMEM) {
+                    p.narrowTo(ownFrom, ownTo, access);
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (!widened || e.errno() == RegistrationException.ENOMEM) {
+                throw e;
+            }
+            metrics.increment(CacheCounter.WIDENING_FALLBACKS);
+            try {
+                return registerRecovering(p);
+            } catch (RuntimeException | Error again) {
+                again.addSuppressed(e);
+                throw again;
+            }
+        }
     }
 
     private Registration registerRecovering(PendingRegistration p) {
@@ -397,15 +501,22 @@ public final class RegistrationCache implements AutoCloseable {
         return v == Long.MAX_VALUE || v == Integer.MAX_VALUE ? "unlimited" : String.format("%,d", v);
     }
 
-    private void checkRegistrarResult(PendingRegistration p, Registration reg) {
-        if (reg == null || reg.address() > p.start || reg.end() < p.end || !Access.includes(reg.access(), p.access)) {
-            if (reg != null) {
-                registrar.deregister(reg);
-            }
-            throw new IllegalStateException("registrar " + registrar.getClass().getName() + " returned " + reg
-                    + " for a request of [0x" + Long.toHexString(p.start) + ", 0x" + Long.toHexString(p.end) + ") "
-                    + Access.describe(p.access) + ": a registration must cover the range with the rights");
+    /**
+     * Why the registrar's result cannot serve the request or the plan (the request's own range and rights are
+     * checked, never only the plan), or null when it can.
+     */
+    private String wrongResult(PendingRegistration p, long address, long end,
+            int access, Registration reg) {
+        if (reg.address() <= address && reg.end() >= end && reg.address() <= p.start
+                && reg.end() >= p.end && Access.includes(reg.access(), p.access)
+                && Access.includes(reg.access(), access) && reg.length() > 0) {
+            return null;
         }
+        return "registrar " + registrar.getClass().getName() + " returned " + reg + " for a request of [0x"
+                + Long.toHexString(address) + ", 0x" + Long.toHexString(end) + ") " + Access.describe(access)
+                + " (planned [0x" + Long.toHexString(p.start) + ", 0x" + Long.toHexString(p.end) + ") "
+                + Access.describe(p.access) + "): a registration must cover the range with the rights;"
+                + " the cache deregistered it and fails this acquire";
     }
 
     private void removePending(PendingRegistration p) {
@@ -491,9 +602,9 @@ public final class RegistrationCache implements AutoCloseable {
                 gone = List.of();
                 toDeregister = List.of();
             }
-            for (Region r : retiring.overlapping(address, end)) {
+            for (Region r : retiring.overlapping(address, end)) { // quarantined ones too
                 if (!hasFault(Fault.IGNORE_RETIRING) || gone.contains(r)) {
-                    waits.add(r.deregistered);
+                    waits.add(r.deregistration());
                 }
             }
             for (PendingRegistration p : pending) {
@@ -524,7 +635,44 @@ public final class RegistrationCache implements AutoCloseable {
         if (hasFault(Fault.COMPLETE_EARLY)) {
             return DONE;
         }
-        return waits.isEmpty() ? DONE : CompletableFuture.allOf(waits.toArray(CompletableFuture[]::new));
+        return allDeregistered("invalidate [0x" + Long.toHexString(address) + ", 0x" + Long.toHexString(end) + ")",
+                waits);
+    }
+
+    /**
+     * A stage that completes when every wait has: normally when all deregistrations succeeded, else
+     * exceptionally with a {@link DeregistrationException} that names {@code what} and every registration
+     * whose keys are still live. Never normally while such a key is live (I3).
+     */
+    private static CompletionStage<Void> allDeregistered(String what, List<CompletableFuture<Void>> waits) {
+        if (waits.isEmpty()) {
+            return DONE;
+        }
+        return CompletableFuture.allOf(waits.toArray(CompletableFuture[]::new)).handle((ok, failure) -> {
+            if (failure == null) {
+                return null;
+            }
+            List<Registration> live = new ArrayList<>();
+            List<String> causes = new ArrayList<>();
+            int errno = 0;
+            for (CompletableFuture<Void> w : waits) {
+                if (w.isCompletedExceptionally()) {
+                    Throwable cause = w.exceptionNow();
+                    if (cause instanceof DeregistrationException de) {
+                        live.addAll(de.stillRegistered());
+                        errno = errno == 0 ? de.errno() : errno;
+                        causes.add(String.valueOf(de.getCause()));
+                    } else {
+                        causes.add(String.valueOf(cause));
+                    }
+                }
+            }
+            throw new DeregistrationException(what + " did not complete: the deregistration of " + live
+                    + " failed (errno " + errno + ": " + String.join("; ", causes) + "), so their keys are still"
+                    + " live at the NIC. Do not reuse this memory; the cache keeps them quarantined and retries"
+                    + " (see retryQuarantined()).", errno, live, failure instanceof CompletionException ce
+                            && ce.getCause() != null ? ce.getCause() : failure);
+        });
     }
 
     /** Retires unlinked regions (already moved to {@link #retiring}); returns the idle ones to deregister. */
@@ -559,31 +707,36 @@ public final class RegistrationCache implements AutoCloseable {
      * @return true when the cache is still over budget (every remaining region is leased)
      */
     private boolean makeRoom() {
-        if (!budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get())) {
-            return false;
-        }
-        long excessBytes = metrics.pinnedBytes.get() - budget.maxPinnedBytes();
-        long excessRegions = metrics.regions.get() - budget.maxRegions();
-        List<Region> victims = policyEviction.coldest(stream -> {
-            List<Region> picked = new ArrayList<>();
-            long freedBytes = 0;
-            var it = stream.iterator();
-            while (it.hasNext() && (freedBytes < excessBytes || picked.size() < excessRegions)) {
-                Region r = it.next().getKey();
-                if (r.isIdle()) {
-                    picked.add(r);
-                    freedBytes += r.pinnedBytes;
+        // a loop: an evicted region whose deregistration fails stays pinned (quarantined), so more must go
+        while (budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get())) {
+            long excessBytes = metrics.pinnedBytes.get() - budget.maxPinnedBytes();
+            long excessRegions = metrics.regions.get() - budget.maxRegions();
+            List<Region> victims = policyEviction.coldest(stream -> {
+                List<Region> picked = new ArrayList<>();
+                long freedBytes = 0;
+                var it = stream.iterator();
+                while (it.hasNext() && (freedBytes < excessBytes || picked.size() < excessRegions)) {
+                    Region r = it.next().getKey();
+                    if (r.isIdle()) {
+                        picked.add(r);
+                        freedBytes += r.pinnedBytes;
+                    }
+                }
+                return picked;
+            });
+            int retired = 0;
+            for (Region r : victims) {
+                if (r.tryRetireIdle()) {
+                    evicted.add(r);
+                    retired++;
                 }
             }
-            return picked;
-        });
-        for (Region r : victims) {
-            if (r.tryRetireIdle()) {
-                evicted.add(r);
+            drainEvicted();
+            if (retired == 0) {
+                return true; // every remaining region is leased (or quarantined)
             }
         }
-        drainEvicted();
-        return budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get());
+        return false;
     }
 
     /**
@@ -646,23 +799,103 @@ public final class RegistrationCache implements AutoCloseable {
         }
     }
 
-    /** The single deregistration of a retired region; called by whoever the state word elected. */
+    /**
+     * One deregistration attempt of a retired region; called by whoever the state word elected, or by a retry
+     * that took it out of the quarantine. Never throws: whatever the registrar throws, its keys are still live,
+     * so the region stays in {@link #retiring} and enters the {@link #quarantine}, the stages waiting on this
+     * attempt complete exceptionally, and a retry is scheduled.
+     */
     private void deregister(Region r) {
+        Throwable failure = null;
         try {
             registrar.deregister(r.registration);
+        } catch (Throwable t) {
+            failure = t;
+        }
+        if (failure == null) {
             metrics.deregistered(r.pinnedBytes);
-            r.deregistered.complete(null);
-        } catch (RuntimeException e) {
-            metrics.increment(CacheCounter.DEREGISTRATION_FAILURES);
-            int errno = e instanceof RegistrationException re ? re.errno() : 0;
-            r.deregistered.completeExceptionally(new RegistrationException("deregister of " + r.registration
-                    + " failed: " + e.getMessage() + "; its memory is still registered and must not be reused",
-                    errno, e));
+            lock.lock();
+            try {
+                retiring = retiring.with(null, List.of(r));
+                metrics.add(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
+            } finally {
+                lock.unlock();
+            }
+            r.deregistration().complete(null);
+            return;
+        }
+        metrics.increment(CacheCounter.DEREGISTRATION_FAILURES);
+        CompletableFuture<Void> failedAttempt;
+        long retryDelay;
+        lock.lock();
+        try {
+            failedAttempt = r.startRetry();
+            retryDelay = retry.delayNanos(r.failedDeregistrations);
+            quarantine.add(r);
+        } finally {
+            lock.unlock();
+        }
+        if (hasFault(Fault.COMPLETE_AFTER_FAILED_DEREGISTRATION)) {
+            failedAttempt.complete(null);
+        } else {
+            failedAttempt.completeExceptionally(DeregistrationException.of(r.registration, failure));
+        }
+        if (retry.automatic()) {
+            CompletableFuture.delayedExecutor(retryDelay, TimeUnit.NANOSECONDS).execute(() -> retryOne(r));
+        }
+    }
+
+    private void retryOne(Region r) {
+        boolean taken;
+        lock.lock();
+        try {
+            taken = quarantine.remove(r); // a manual retry may have taken it first
+        } finally {
+            lock.unlock();
+        }
+        if (taken) {
+            metrics.increment(CacheCounter.DEREGISTRATION_RETRIES);
+            deregister(r);
+        }
+    }
+
+    /**
+     * Attempts once more, now, the deregistration of every quarantined registration (each one whose
+     * deregistration failed). A success completes the stages waiting for it; a failure completes them
+     * exceptionally and keeps the registration quarantined. Automatic retries (the default
+     * {@link DeregistrationRetry}) make calling this optional.
+     *
+     * @return how many registrations are still quarantined afterwards
+     */
+    public int retryQuarantined() {
+        List<Region> batch;
+        lock.lock();
+        try {
+            batch = new ArrayList<>(quarantine);
+            quarantine.clear();
+        } finally {
+            lock.unlock();
+        }
+        for (Region r : batch) {
+            metrics.increment(CacheCounter.DEREGISTRATION_RETRIES);
+            deregister(r);
         }
         lock.lock();
         try {
-            retiring = retiring.with(null, List.of(r));
-            metrics.add(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
+            return quarantine.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Registrations whose deregistration failed and is waiting for a retry: their keys are still live, and
+     * the memory they cover must not be reused.
+     */
+    public List<Registration> quarantined() {
+        lock.lock();
+        try {
+            return quarantine.stream().map(r -> r.registration).toList();
         } finally {
             lock.unlock();
         }
@@ -689,8 +922,8 @@ public final class RegistrationCache implements AutoCloseable {
             index = RegionIndex.EMPTY;
             toDeregister = retireAll(gone);
             List<CompletableFuture<Void>> waits = new ArrayList<>();
-            for (Region r : retiring.all()) {
-                waits.add(r.deregistered);
+            for (Region r : retiring.all()) { // quarantined ones too: close retries them once below
+                waits.add(r.deregistration());
             }
             for (PendingRegistration p : pending) {
                 if (!hasFault(Fault.CLOSE_SKIPS_PENDING)) {
@@ -698,7 +931,7 @@ public final class RegistrationCache implements AutoCloseable {
                     waits.add(p.settled);
                 }
             }
-            done = CompletableFuture.allOf(waits.toArray(CompletableFuture[]::new));
+            done = allDeregistered("close", waits).toCompletableFuture();
             closeCompletion = done;
         } finally {
             lock.unlock();
@@ -706,11 +939,16 @@ public final class RegistrationCache implements AutoCloseable {
         gone.forEach(this::policyRemove);
         deregisterAll(toDeregister);
         drainEvicted();
+        retryQuarantined(); // so that close reports, rather than waits for, a registrar that keeps failing
         return done.minimalCompletionStage();
     }
 
     /**
      * {@link #closeAsync()} and wait. Release this thread's leases first: the wait includes them.
+     *
+     * @throws DeregistrationException when a registration could not be deregistered (it stays quarantined,
+     *                                 listed by {@link #quarantined()}, and {@link #retryQuarantined()} still
+     *                                 works after close)
      */
     @Override
     public void close() {
@@ -729,8 +967,10 @@ public final class RegistrationCache implements AutoCloseable {
      */
     public MetricsSnapshot metrics() {
         long liveHits = 0;
+        long quarantined;
         lock.lock();
         try {
+            quarantined = quarantine.size();
             for (Region r : index.all()) {
                 liveHits += r.hits();
             }
@@ -740,7 +980,12 @@ public final class RegistrationCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        return metrics.snapshot(liveHits);
+        return metrics.snapshot(liveHits, quarantined);
+    }
+
+    /** Registrations in flight now (tests check that a failure never leaves one behind). */
+    int inFlightCount() {
+        return pendingCount;
     }
 
     /** Regions retired and not yet deregistered (tests check it drains to zero). */
@@ -788,9 +1033,11 @@ public final class RegistrationCache implements AutoCloseable {
                     + ") is negative; user-space virtual addresses are below 2^63");
         }
         long end = address + length;
-        if (end < 0) {
-            throw new IllegalArgumentException(op + ": address 0x" + Long.toHexString(address) + " + length "
-                    + length + " overflows past 2^63; pass the range's real length");
+        if (end < 0 || end > USER_SPACE_END) {
+            throw new IllegalArgumentException(String.format("%s(0x%x, %d): the range ends at %s, past 0x%x, the top"
+                    + " of user-space virtual addresses (2^56); pass an address and length your allocator gave you",
+                    op, address, length, end < 0 ? "more than 2^63 (address + length overflows)" : "0x" + Long.toHexString(end),
+                    USER_SPACE_END));
         }
         return end;
     }
@@ -799,9 +1046,9 @@ public final class RegistrationCache implements AutoCloseable {
         return a & -alignment;
     }
 
+    /** No overflow: {@link #checkRange} keeps ends at or below {@link #USER_SPACE_END}. */
     private long alignUp(long a) {
-        long up = (a + alignment - 1) & -alignment;
-        return up < 0 ? Long.MAX_VALUE & -alignment : up;
+        return (a + alignment - 1) & -alignment;
     }
 
     private long pagesSpan(long from, long to) {
@@ -862,7 +1109,9 @@ public final class RegistrationCache implements AutoCloseable {
         /** close vs acquire: close does not doom in-flight registrations, which then publish into a closed cache. */
         CLOSE_SKIPS_PENDING,
         /** invalidate vs invalidate: an invalidation ignores regions another one is still deregistering. */
-        IGNORE_RETIRING;
+        IGNORE_RETIRING,
+        /** I3: a failed deregistration completes the waiting stages normally, though its keys are still live. */
+        COMPLETE_AFTER_FAILED_DEREGISTRATION;
 
         final int bit = 1 << ordinal();
     }
@@ -878,6 +1127,7 @@ public final class RegistrationCache implements AutoCloseable {
         private boolean leakDetection;
         private Consumer<LeakReport> leakListener = LeakDetector::printToStderr;
         private int faults;
+        private DeregistrationRetry retry = DeregistrationRetry.DEFAULT;
 
         private Builder(Registrar registrar) {
             this.registrar = Objects.requireNonNull(registrar, "registrar");
@@ -928,6 +1178,15 @@ public final class RegistrationCache implements AutoCloseable {
         /** Where leak reports go (default: standard error). */
         public Builder leakListener(Consumer<LeakReport> listener) {
             this.leakListener = Objects.requireNonNull(listener, "listener");
+            return this;
+        }
+
+        /**
+         * When failed deregistrations are retried (default {@link DeregistrationRetry#DEFAULT}: automatically,
+         * with backoff from 10 ms to 5 s). Until then each stays quarantined; see {@link DeregistrationRetry}.
+         */
+        public Builder deregistrationRetry(DeregistrationRetry retry) {
+            this.retry = Objects.requireNonNull(retry, "retry");
             return this;
         }
 

@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
@@ -35,9 +37,10 @@ class ModelBasedTest {
         System.out.printf("model test: %,d sequences of %d operations, base seed 0x%x%n", sequences,
                 OPS_PER_SEQUENCE, base);
         long started = System.nanoTime();
+        Map<CacheCounter, Long> coverage = new EnumMap<>(CacheCounter.class);
         for (int i = 0; i < sequences; i++) {
             long seed = base + i;
-            String failure = runSeed(seed);
+            String failure = runSeed(seed, coverage);
             if (failure != null) {
                 fail(report(seed, failure));
             }
@@ -46,13 +49,23 @@ class ModelBasedTest {
                         (System.nanoTime() - started) / 1e9);
             }
         }
+        System.out.println("model test coverage: " + coverage);
+        if (sequences >= 1_000) { // the sequences must really take every path they claim to check
+            for (CacheCounter c : List.of(CacheCounter.MERGES, CacheCounter.ACCESS_UPGRADES, CacheCounter.EVICTIONS,
+                    CacheCounter.DEFERRED_DEREGISTRATIONS, CacheCounter.REGISTRATION_FAILURES,
+                    CacheCounter.DEREGISTRATION_FAILURES, CacheCounter.DEREGISTRATION_RETRIES,
+                    CacheCounter.WIDENING_FALLBACKS, CacheCounter.ENOMEM_RECOVERIES)) {
+                assertTrue(coverage.getOrDefault(c, 0L) > 0, c + " never happened in " + sequences + " sequences");
+            }
+        }
     }
 
     /** The checker must be able to fail: each deliberately broken cache is caught, shrunk, and replayable. */
     @Test
     void theCheckerCatchesEachDeliberatelyBrokenCache() {
         for (RegistrationCache.Fault fault : List.of(RegistrationCache.Fault.SKIP_UNLINK,
-                RegistrationCache.Fault.COMPLETE_EARLY, RegistrationCache.Fault.EVICT_LEASED)) {
+                RegistrationCache.Fault.COMPLETE_EARLY, RegistrationCache.Fault.EVICT_LEASED,
+                RegistrationCache.Fault.COMPLETE_AFTER_FAILED_DEREGISTRATION)) {
             Long failingSeed = null;
             String failure = null;
             for (long seed = 1; seed <= 20_000 && failingSeed == null; seed++) {
@@ -77,9 +90,13 @@ class ModelBasedTest {
     }
 
     private static String runSeed(long seed) {
+        return runSeed(seed, null);
+    }
+
+    private static String runSeed(long seed, Map<CacheCounter, Long> coverage) {
         Random rnd = new Random(seed);
         CacheModelChecker.Config config = CacheModelChecker.config(rnd);
-        return CacheModelChecker.run(config, CacheModelChecker.ops(rnd, OPS_PER_SEQUENCE));
+        return CacheModelChecker.run(config, CacheModelChecker.ops(rnd, OPS_PER_SEQUENCE), coverage);
     }
 
     private static String report(long seed, String failure) {

@@ -35,6 +35,21 @@ public final class RecordingRegistrar implements Registrar {
         int errnoFor(long address, long length, int access);
     }
 
+    /** Decides whether a register call throws; returns null to go on, or what to throw (any throwable). */
+    @FunctionalInterface
+    public interface RegisterThrower {
+        Throwable throwableFor(long address, long length, int access);
+    }
+
+    /**
+     * Decides whether a deregister call fails; returns null to succeed, or what to throw. A failed
+     * deregistration leaves the registration live, as a failed {@code ibv_dereg_mr} leaves the MR.
+     */
+    @FunctionalInterface
+    public interface DeregisterFailureInjector {
+        Throwable failureFor(Registration registration);
+    }
+
     private final long protectionDomain;
     private final AtomicInteger nextKey = new AtomicInteger(1);
     private final AtomicLong nextHandle = new AtomicLong(1);
@@ -45,6 +60,9 @@ public final class RecordingRegistrar implements Registrar {
     private final AtomicLong liveBytes = new AtomicLong();
     private volatile Runnable duringRegister = () -> { };
     private volatile FailureInjector failures = (a, l, x) -> 0;
+    private volatile RegisterThrower throwers = (a, l, x) -> null;
+    private volatile DeregisterFailureInjector deregisterFailures = r -> null;
+    private final AtomicInteger failedDeregistrations = new AtomicInteger();
     private volatile Consumer<Registration> onDeregister = r -> { };
     private volatile long memlockLimit = -1;
     private final boolean recordEvents;
@@ -65,6 +83,10 @@ public final class RecordingRegistrar implements Registrar {
     @Override
     public Registration register(long address, long length, int access) {
         duringRegister.run();
+        Throwable thrown = throwers.throwableFor(address, length, access);
+        if (thrown != null) {
+            throw RecordingRegistrar.<RuntimeException>sneaky(thrown);
+        }
         int errno = failures.errnoFor(address, length, access);
         if (errno != 0) {
             throw new RegistrationException("simulated register failure errno " + errno + " for [0x"
@@ -84,6 +106,12 @@ public final class RecordingRegistrar implements Registrar {
     @Override
     public void deregister(Registration registration) {
         onDeregister.accept(registration);
+        Throwable failure = live.containsKey(registration.handle())
+                ? deregisterFailures.failureFor(registration) : null;
+        if (failure != null) {
+            failedDeregistrations.incrementAndGet();
+            throw RecordingRegistrar.<RuntimeException>sneaky(failure); // the registration stays live
+        }
         if (live.remove(registration.handle()) == null) {
             String what = dead.containsKey(registration.handle()) ? "twice" : "that was never registered";
             String v = "deregister " + what + ": " + registration;
@@ -118,6 +146,26 @@ public final class RecordingRegistrar implements Registrar {
 
     public void failures(FailureInjector injector) {
         this.failures = injector;
+    }
+
+    /** Makes register calls throw whatever {@code thrower} returns (an {@code Error} too), before registering. */
+    public void registerThrows(RegisterThrower thrower) {
+        this.throwers = thrower;
+    }
+
+    /** Makes deregister calls fail as {@code injector} says; a failed call leaves the registration live. */
+    public void deregisterFailures(DeregisterFailureInjector injector) {
+        this.deregisterFailures = injector;
+    }
+
+    /** Deregister calls that failed through {@link #deregisterFailures}. */
+    public int failedDeregistrationCount() {
+        return failedDeregistrations.get();
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T extends Throwable> T sneaky(Throwable t) throws T {
+        throw (T) t;
     }
 
     /** Runs at the start of every deregister call, with the registration being deregistered. */

@@ -1,13 +1,16 @@
 package io.mrcache.verbs.hooks;
 
+import io.mrcache.core.DeregistrationException;
+import io.mrcache.core.Registration;
 import io.mrcache.core.RegistrationCache;
+import io.mrcache.core.RegistrationException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CompletionException;
 
 /**
  * An {@link Arena} whose {@link #close()} first invalidates the registration cache for every segment it
@@ -22,6 +25,8 @@ public final class InvalidatingArena implements Arena {
     private final Arena delegate;
     private final RegistrationCache cache;
     private final List<MemorySegment> segments = new ArrayList<>(); // guarded by this
+    private final Object closeLock = new Object();
+    private boolean closed; // guarded by closeLock
 
     public InvalidatingArena(Arena delegate, RegistrationCache cache) {
         this.delegate = Objects.requireNonNull(delegate, "delegate");
@@ -55,20 +60,59 @@ public final class InvalidatingArena implements Arena {
     /**
      * Invalidates every segment's range, waits until all overlapping registrations are deregistered, then
      * closes the underlying arena (which frees the memory).
+     *
+     * <p>If a deregistration failed, a key still covers the memory: the arena then frees nothing, stays open
+     * (its segments stay valid) and throws; a later {@code close()} tries again (the cache retries the
+     * quarantined deregistration once more first) and frees the memory only when every invalidation
+     * completed normally.
+     *
+     * @throws DeregistrationException when a registration covering a segment could not be deregistered;
+     *                                 nothing was freed
      */
     @Override
     public void close() {
-        List<CompletableFuture<Void>> waits = new ArrayList<>();
-        synchronized (this) {
-            for (MemorySegment s : segments) {
+        synchronized (closeLock) {
+            if (closed) {
+                delegate.close(); // the arena's own "already closed" error
+                return;
+            }
+            List<MemorySegment> toFree;
+            synchronized (this) {
+                toFree = List.copyOf(segments);
+            }
+            List<CompletableFuture<Void>> waits = new ArrayList<>();
+            for (MemorySegment s : toFree) {
                 if (s.byteSize() > 0) {
-                    CompletionStage<Void> stage = cache.invalidate(s.address(), s.byteSize());
-                    waits.add(stage.toCompletableFuture());
+                    waits.add(cache.invalidate(s.address(), s.byteSize()).toCompletableFuture());
                 }
             }
-            segments.clear();
+            if (waits.stream().anyMatch(w -> !w.isDone()) && !cache.quarantined().isEmpty()) {
+                cache.retryQuarantined(); // one more attempt for keys whose deregistration failed before
+            }
+            List<Registration> live = new ArrayList<>();
+            Throwable first = null;
+            for (CompletableFuture<Void> w : waits) {
+                try {
+                    w.join();
+                } catch (CompletionException e) {
+                    first = first == null ? e.getCause() : first;
+                    if (e.getCause() instanceof DeregistrationException de) {
+                        live.addAll(de.stillRegistered());
+                    }
+                }
+            }
+            if (first != null) {
+                throw new DeregistrationException("InvalidatingArena.close: " + live.size() + " registration(s) "
+                        + live + " covering its " + toFree.size() + " segment(s) could not be deregistered, so"
+                        + " their keys are still live; the memory was NOT freed and the arena stays open. Call"
+                        + " close() again once the cache's retry succeeds (RegistrationCache.quarantined() lists"
+                        + " them).", first instanceof RegistrationException re ? re.errno() : 0, live, first);
+            }
+            synchronized (this) {
+                segments.clear();
+            }
+            closed = true;
+            delegate.close();
         }
-        CompletableFuture.allOf(waits.toArray(CompletableFuture[]::new)).join();
-        delegate.close();
     }
 }

@@ -78,6 +78,51 @@ class FreeHooksTest {
         cache.close();
     }
 
+    @Test
+    void arenaCloseNeverFreesMemoryAKeyStillCovers() {
+        List<String> log = new CopyOnWriteArrayList<>();
+        java.util.concurrent.atomic.AtomicBoolean refuse = new java.util.concurrent.atomic.AtomicBoolean(true);
+        RegistrationCache cache = RegistrationCache.builder(new io.mrcache.core.Registrar() {
+            @Override
+            public io.mrcache.core.Registration register(long a, long l, int x) {
+                return registrar.register(a, l, x);
+            }
+
+            @Override
+            public void deregister(io.mrcache.core.Registration r) {
+                if (refuse.get()) { // ibv_dereg_mr fails with EBUSY while a memory window is bound
+                    throw new io.mrcache.core.RegistrationException("ibv_dereg_mr: EBUSY", 16);
+                }
+                registrar.deregister(r);
+            }
+        }).deregistrationRetry(io.mrcache.core.DeregistrationRetry.MANUAL).build();
+        InvalidatingArena arena = new InvalidatingArena(new OrderedArena(log), cache);
+        MemorySegment buf = arena.allocate(16 * 1024, 4096);
+        int rkey;
+        try (Lease lease = cache.acquire(buf.address(), buf.byteSize(), Access.LOCAL_WRITE | Access.REMOTE_WRITE)) {
+            rkey = lease.rkey();
+        }
+        io.mrcache.core.DeregistrationException first = org.junit.jupiter.api.Assertions.assertThrows(
+                io.mrcache.core.DeregistrationException.class, arena::close);
+        assertTrue(first.getMessage().contains("NOT freed"), first.getMessage());
+        assertTrue(log.isEmpty(), "nothing freed while the key is live: " + log);
+        assertTrue(arena.scope().isAlive());
+        buf.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) 1); // still valid memory
+        assertEquals(1, cache.quarantined().size());
+        assertTrue(hca.isAlive(rkey), "the rkey is still live on the HCA");
+
+        org.junit.jupiter.api.Assertions.assertThrows(io.mrcache.core.DeregistrationException.class, arena::close);
+        assertTrue(log.isEmpty(), "a second close neither frees nor pretends success: " + log);
+
+        refuse.set(false);
+        arena.close(); // retries the quarantined deregistration, then frees
+        assertEquals(List.of("free"), log);
+        assertEquals(0, hca.pinnedBytes());
+        assertTrue(cache.quarantined().isEmpty());
+        assertFalse(hca.isAlive(rkey), "the rkey died before the memory was freed");
+        cache.close();
+    }
+
     private static <T extends Throwable> void assertThrows(Class<T> type, org.junit.jupiter.api.function.Executable e) {
         org.junit.jupiter.api.Assertions.assertThrows(type, e);
     }
