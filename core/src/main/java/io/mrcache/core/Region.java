@@ -54,7 +54,7 @@ final class Region {
     static final int NOT_RETAINED = 0;
     static final int RETAINED = 1;
     /** Not retained, and the caller's back-off released the last lease of a retired region: deregister it. */
-    static final int NOT_RETAINED_DEREGISTER = 2;
+    static final int NOT_RETAINED_MUST_DEREGISTER = 2;
 
     private static final VarHandle STATE;
     private static final VarHandle CELLS = java.lang.invoke.MethodHandles.arrayElementVarHandle(long[].class);
@@ -95,7 +95,7 @@ final class Region {
     private final long[] cells = new long[(STRIPES + 1) * CELL_STRIDE];
 
     /** Set when the eviction policy dropped this region while it was leased; it re-enters when idle. */
-    volatile boolean untracked;
+    volatile boolean droppedByPolicyWhileLeased;
 
     /** A live region holding {@code initialLeases} leases of the calling thread's stripe. */
     Region(Registration registration, long pinnedBytes, long initialLeases) {
@@ -114,7 +114,7 @@ final class Region {
 
     /** Takes a lease on {@code stripe} unless the region is retired or being evicted (not a hit). */
     int tryRetain(int stripe) {
-        return take(stripe, LEASE_ONE);
+        return addLeaseThenReadState(stripe, LEASE_ONE);
     }
 
     /**
@@ -122,10 +122,16 @@ final class Region {
      * Lock-free: one atomic add on the thread's own cell and one read of the state word.
      */
     int tryRetainHit(int stripe) {
-        return take(stripe, LEASE_ONE + HIT_ONE);
+        return addLeaseThenReadState(stripe, LEASE_ONE + HIT_ONE);
     }
 
-    private int take(int stripe, long delta) {
+    /**
+     * A volatile add to the caller's cell, <em>then</em> a volatile read of the state word: the order that
+     * pairs with {@link #retire()}'s set-then-sum. With either side weakened to a plain or release/acquire
+     * access, the reader and the retirer could both miss the other, and a lease would be taken on a region
+     * being deregistered (H2). On a retired region the add is undone.
+     */
+    private int addLeaseThenReadState(int stripe, long delta) {
         int c = cell(stripe);
         long before = (long) CELLS.getAndAdd(cells, c, delta); // write first ...
         if (((long) STATE.getVolatile(this) & (RETIRED | EVICTING)) == 0) { // ... then read
@@ -135,7 +141,7 @@ final class Region {
             return RETAINED;
         }
         CELLS.getAndAdd(cells, c, -delta); // back off: this lease was never used
-        return ((long) STATE.getVolatile(this) & RETIRED) != 0 && settle() ? NOT_RETAINED_DEREGISTER : NOT_RETAINED;
+        return ((long) STATE.getVolatile(this) & RETIRED) != 0 && claimDeregistrationIfUnleased() ? NOT_RETAINED_MUST_DEREGISTER : NOT_RETAINED;
     }
 
     /**
@@ -145,18 +151,19 @@ final class Region {
      */
     boolean release(int stripe) {
         CELLS.getAndAdd(cells, cell(stripe), -LEASE_ONE);
-        return ((long) STATE.getVolatile(this) & RETIRED) != 0 && settle();
+        return ((long) STATE.getVolatile(this) & RETIRED) != 0 && claimDeregistrationIfUnleased();
     }
 
     /**
-     * Marks the region retired (unlinked from the index by the caller under the index lock).
+     * Sets RETIRED (a volatile read-modify-write), <em>then</em> sums the lease cells: the order that pairs
+     * with {@link #addLeaseThenReadState}. The caller unlinked the region from the index under the index lock.
      *
      * @return true when the region was idle and the caller won the deregistration; false when leases remain
      *         (the last release deregisters) or another retirer or releaser won it
      */
     boolean retire() {
         STATE.getAndBitwiseOr(this, RETIRED);
-        return settle();
+        return claimDeregistrationIfUnleased();
     }
 
     /**
@@ -192,8 +199,11 @@ final class Region {
         return (before & CLAIMED) == 0;
     }
 
-    /** After retirement: if no lease is held, compete for the single deregistration. */
-    private boolean settle() {
+    /**
+     * After retirement (RETIRED already set, by a volatile read-modify-write): sums the cells with volatile
+     * reads and, on zero, competes for {@link #CLAIMED} with a compare-and-set. The single winner deregisters.
+     */
+    private boolean claimDeregistrationIfUnleased() {
         if (sumLeases() != 0) {
             return false;
         }

@@ -1,29 +1,23 @@
 package io.mrcache.core;
 
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.Policy;
-import com.github.benmanes.caffeine.cache.RemovalCause;
-import io.mrcache.core.events.EvictionEvent;
+import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.mrcache.core.events.InvalidationEvent;
 import io.mrcache.core.events.RegistrationEvent;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An interval-keyed cache of memory registrations: {@link #acquire} a {@link Lease} for (address, length,
  * access), {@link Lease#close() release} it, and {@link #invalidate} ranges from allocator free hooks.
  *
- * <h2>Contract (postconditions; the invariants of SAFETY-MODEL.md)</h2>
+ * <h2>Contract (postconditions; the invariants of docs/SAFETY-MODEL.md)</h2>
  * <ul>
  * <li>I1: after {@code invalidate(r)} returns, no {@code acquire} that starts afterwards returns a region
  * that overlaps {@code r} and was registered before {@code invalidate(r)} began. A registration in flight
@@ -44,11 +38,12 @@ import java.util.function.LongSupplier;
  * field, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and striped lease cells. A
  * hit is one volatile read of the index, a branch-free binary search over the index's own arrays, one atomic
  * add on the calling thread's lease cell of the region and one read of its state word
- * ({@link Region#tryRetainHit}), which backs off once the region is retired. Two threads hitting the same
+ * ({@link Region#tryRetainHit}: a volatile add, then a volatile read), which backs off once the region is retired. Two threads hitting the same
  * region write different cache lines.
  *
  * <p>Written under {@link #lock} only: the index, the index of retired-but-not-yet-deregistered regions
- * ({@link #retiring}) and the list of in-flight registrations ({@link #pending}). No registrar call and no
+ * ({@link #retiring}) and the list of in-flight registrations ({@link #pending}), and the deregistrar's
+ * quarantine. No registrar call and no
  * eviction-policy call is ever made under the lock: {@code register}/{@code deregister} run outside it, so
  * a slow {@code ibv_reg_mr} never blocks hits, other misses' planning, or free hooks.
  *
@@ -88,8 +83,8 @@ import java.util.function.LongSupplier;
  * request's own range and rights, replacing nothing, and registers again; only that failure fails the
  * acquire (the first is attached as suppressed). ENOMEM instead evicts idle regions and retries once (I8).
  * <li><b>deregister throws</b>: the keys are still live, so the region is never forgotten. It stays in
- * {@link #retiring} (every later overlapping invalidation sees it: no fast path past it) and enters the
- * {@link #quarantine}; the stages that waited for the attempt complete exceptionally with a
+ * {@link #retiring} (every later overlapping invalidation sees it: no fast path past it) and enters
+ * the {@link Deregistrar}'s quarantine; the stages that waited for the attempt complete exceptionally with a
  * {@link DeregistrationException} naming the range, the registrations, their keys and the errno; a retry
  * ({@link DeregistrationRetry}: automatic with backoff by default, or {@link #retryQuarantined()}) makes a
  * new attempt, and stages that started waiting since complete with that attempt's outcome. So no stage
@@ -109,85 +104,71 @@ import java.util.function.LongSupplier;
  * cache keeps Caffeine out of hits and misses altogether. When Caffeine evicts an entry (its admission may reject
  * the new region itself), the listener retires it only if {@link Region#tryRetireIdle} proves it idle; a
  * leased victim stays cached and re-enters the policy at its next idle moment. After each registration and
- * each release that leaves the cache over budget, {@code makeRoom} walks Caffeine's coldest entries to get
- * back within both bounds (bytes and count). Evicted regions are unlinked and deregistered by the thread
+ * each release that leaves the cache over budget, {@link EvictionPolicy#makeRoom} walks Caffeine's coldest entries to get
+ * back within both bounds (bytes and count); see {@link EvictionPolicy}. Evicted regions are unlinked and deregistered by the thread
  * that made the policy call, outside every lock.
  *
+ * <h2>Where the parts live</h2>
+ * <p>This class keeps the API and the protocol above: what happens under {@link #lock}, and in which order.
+ * {@link MissPlanner} decides what a miss registers; {@link RegistrationRecovery} calls the registrar and
+ * recovers from ENOMEM and refused widening; {@link Deregistrar} makes each deregistration attempt and keeps
+ * the quarantine; {@link EvictionPolicy} is the Caffeine adapter and the budget walk; {@link Region} holds
+ * the lease and lifecycle word; {@link RegionIndex} the immutable index. The class is longer than the
+ * project's 400-line guide because this comment, the single home of the concurrency argument, is a third
+ * of it.
+ *
  * <p>References: UCX {@code src/ucs/memory/rcache.c} (merging, access union, deferred deregistration),
- * Caffeine {@code BoundedLocalCache} (the layout of this comment), SAFETY-MODEL.md (the invariants).
+ * Caffeine {@code BoundedLocalCache} (the layout of this comment), {@code docs/SAFETY-MODEL.md} (the
+ * hazards, invariants and the tests that prove each).
  */
 public final class RegistrationCache implements AutoCloseable {
-    private static final CompletionStage<Void> DONE = CompletableFuture.<Void>completedFuture(null)
-            .minimalCompletionStage();
     /**
      * Requests must end at or below this address: the top of user space on x86-64 with 5-level paging, the
-     * widest of Linux's 64-bit layouts. Keeps every page-aligned end from overflowing.
+     * widest of Linux's 64-bit layouts.
      */
-    static final long USER_SPACE_END = 1L << 56;
-    private static final CompletableFuture<Void> DONE_FUTURE = CompletableFuture.completedFuture(null);
-    /** Policy weights are in pages of this size, so a weight fits an int. */
-    private static final long WEIGHT_UNIT = 4096;
+    public static final long USER_SPACE_END = AddressRange.USER_SPACE_END;
 
     private final Registrar registrar;
     private final long alignment;
     private final Budget budget;
-    private final MergePolicy mergePolicy;
     private final boolean widenRemote;
-    /** Whether the budget can ever evict; if not, releases do not feed the policy (hits stay off Caffeine). */
-    private final boolean bounded;
     private final LongSupplier nanoClock;
-    private final LeakDetector leakDetector;
-    /** Deliberate bugs for proofs that tests can fail (package-private; see {@link Fault}). */
+    private final @Nullable LeakDetector leakDetector;
+    /** Deliberate bugs for proofs that tests can fail ({@link CacheFault}; zero in every user's cache). */
     private final int faults;
+    private final CacheMetrics metrics = new CacheMetrics();
+    private final MissPlanner planner;
+    private final RegistrationRecovery recovery;
+    private final Deregistrar deregistrar;
+    private final EvictionPolicy eviction;
 
-    private volatile RegionIndex index = RegionIndex.EMPTY;
-    /** Retired regions whose deregistration has not completed (leased, or about to be deregistered). */
-    private volatile RegionIndex retiring = RegionIndex.EMPTY;
     private final ReentrantLock lock = new ReentrantLock();
-    /** In-flight registrations; guarded by {@link #lock}. */
+    /** Published regions: read without a lock, replaced under {@link #lock}. */
+    private volatile RegionIndex index = RegionIndex.EMPTY;
+    /** Retired regions not yet deregistered (leased, being deregistered, or quarantined); as {@link #index}. */
+    private volatile RegionIndex retiring = RegionIndex.EMPTY;
+    @GuardedBy("lock")
     private final List<PendingRegistration> pending = new ArrayList<>();
-    /**
-     * Retired regions whose deregistration failed and that no retry is attempting now; guarded by
-     * {@link #lock}. They stay in {@link #retiring}, so every overlapping invalidation sees them.
-     */
-    private final List<Region> quarantine = new ArrayList<>();
-    private final DeregistrationRetry retry;
+    /** {@code pending.size()}, for the free-hook fast path's lock-free read. */
     private volatile int pendingCount;
     private volatile boolean closed;
-    private CompletableFuture<Void> closeCompletion; // guarded by lock
-
-    private final Cache<Region, Region> policy;
-    private final Policy.Eviction<Region, Region> policyEviction;
-    /** Regions the policy retired, waiting to be unlinked and deregistered. */
-    private final ConcurrentLinkedQueue<Region> evicted = new ConcurrentLinkedQueue<>();
-    private final CacheMetrics metrics = new CacheMetrics();
+    @GuardedBy("lock")
+    private @Nullable CompletableFuture<Void> closeCompletion;
 
     private RegistrationCache(Builder b) {
         this.registrar = b.registrar;
         this.alignment = b.alignment;
         this.budget = b.budget;
-        this.mergePolicy = b.mergePolicy;
         this.widenRemote = b.widenRemote;
-        this.bounded = !b.budget.equals(Budget.UNLIMITED);
         this.nanoClock = b.nanoClock;
         this.faults = b.faults;
-        this.retry = b.retry;
         this.leakDetector = b.leakDetection
                 ? new LeakDetector(b.leakListener, () -> metrics.increment(CacheCounter.LEAKED_LEASES))
                 : null;
-        long maxWeight = budget.maxPinnedBytes() == Long.MAX_VALUE
-                ? (budget.maxRegions() == Integer.MAX_VALUE ? Long.MAX_VALUE : budget.maxRegions())
-                : Math.max(1, budget.maxPinnedBytes() / WEIGHT_UNIT);
-        boolean byBytes = budget.maxPinnedBytes() != Long.MAX_VALUE;
-        this.policy = Caffeine.newBuilder()
-                .maximumWeight(maxWeight)
-                .<Region, Region>weigher((k, v) -> byBytes
-                        ? (int) Math.min(Integer.MAX_VALUE, Math.max(1, (k.pinnedBytes + WEIGHT_UNIT - 1) / WEIGHT_UNIT))
-                        : 1)
-                .executor(Runnable::run)
-                .evictionListener((Region k, Region v, RemovalCause cause) -> onPolicyEviction(k, cause))
-                .build();
-        this.policyEviction = policy.policy().eviction().orElseThrow();
+        this.planner = new MissPlanner(alignment, b.mergePolicy, widenRemote);
+        this.deregistrar = new Deregistrar(registrar, metrics, b.retry, faults, lock, this::forgetDeregistered);
+        this.eviction = new EvictionPolicy(budget, metrics, faults, this::unlinkEvicted, deregistrar);
+        this.recovery = new RegistrationRecovery(registrar, metrics, budget, planner, lock, this::evictIdle);
     }
 
     public static Builder builder(Registrar registrar) {
@@ -201,54 +182,55 @@ public final class RegistrationCache implements AutoCloseable {
      * {@code access} rights ({@link Access} bits). A hit takes no lock. A miss registers outside every
      * lock; concurrent misses that one registration serves register once.
      *
-     * @throws IllegalArgumentException on a non-positive length, a negative or overflowing range, or an empty
-     *                                  or unknown access mask (the cache is unchanged)
+     * @throws IllegalArgumentException on a non-positive length, a negative range or one ending past
+     *                                  {@link #USER_SPACE_END}, or an empty or unknown access mask (the cache is
+     *                                  unchanged)
      * @throws IllegalStateException    when the cache is closed
      * @throws RegistrationException    when the registrar fails ({@link PinnedMemoryExhaustedException} after
-     *                                  ENOMEM recovery failed)
+     *                                  ENOMEM recovery failed); whatever else the registrar throws, as it is
      */
     public Lease acquire(long address, long length, int access) {
-        long end = checkRange("acquire", address, length);
+        long end = AddressRange.checkedEnd("acquire", address, length);
         Access.validate(access);
         int stripe = Region.stripe();
         Region r = index.findServingUnchecked(address, end, access, widenRemote);
         int retained = r == null ? Region.NOT_RETAINED : r.tryRetainHit(stripe); // counts the hit in its cell
         if (retained != Region.RETAINED) {
-            if (retained == Region.NOT_RETAINED_DEREGISTER) {
+            if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) {
                 deferredDeregister(r);
             }
             r = acquireSlow(address, end, access, stripe);
         }
         // the one allocation site: when the caller keeps the lease local, C2 can scalar-replace it
         return leakDetector == null ? new Lease(this, r, stripe, address, length, null)
-                : trackedLease(r, stripe, address, length);
+                : trackedLease(leakDetector, r, stripe, address, length);
     }
 
     /** The miss path; returns the region with one lease taken for the caller on {@code stripe}. */
     private Region acquireSlow(long address, long end, int access, int stripe) {
-        long length = end - address;
         for (;;) {
-            drainEvicted();
+            eviction.drainEvicted();
             PendingRegistration p;
             boolean owner = false;
             Region backedOff = null;
             lock.lock();
             try {
                 if (closed) {
-                    throw new IllegalStateException("acquire(0x" + Long.toHexString(address) + ", " + length
-                            + ") on a closed RegistrationCache: close() was called; build a new cache");
+                    throw new IllegalStateException("acquire(0x" + Long.toHexString(address) + ", "
+                            + (end - address) + ") on a closed RegistrationCache: close() was called; build a new"
+                            + " cache");
                 }
                 Region r = index.findServing(address, end, access, widenRemote);
                 int retained = r == null ? Region.NOT_RETAINED : r.tryRetainHit(stripe);
                 if (retained == Region.RETAINED) {
                     return r;
                 }
-                if (retained == Region.NOT_RETAINED_DEREGISTER) { // raced a retirement that left it to us
+                if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) { // raced a retirement that left it to us
                     backedOff = r;
                 }
                 p = findPending(address, end, access);
                 if (p == null) {
-                    p = plan(address, end, access);
+                    p = planner.plan(index, address, end, access);
                     pending.add(p);
                     pendingCount = pending.size();
                     owner = true;
@@ -262,22 +244,9 @@ public final class RegistrationCache implements AutoCloseable {
             Region r;
             if (owner) {
                 metrics.increment(CacheCounter.MISSES);
-                r = registerAndPublish(p, address, end, access); // holds one lease for us when non-null
+                r = registerAndPublish(p, address, end, access);
             } else {
-                metrics.increment(CacheCounter.SINGLE_FLIGHT_JOINS);
-                r = p.await();
-                if (r != null && !r.serves(address, end, access, widenRemote)) {
-                    r = null; // the owner fell back to its own range or rights, which do not cover ours: retry
-                }
-                if (r != null) {
-                    int retained = r.tryRetain(stripe);
-                    if (retained == Region.NOT_RETAINED_DEREGISTER) {
-                        deferredDeregister(r);
-                    }
-                    if (retained != Region.RETAINED) {
-                        r = null; // invalidated right after publication: retry
-                    }
-                }
+                r = joinInFlight(p, address, end, access, stripe);
             }
             if (r != null) {
                 return r;
@@ -285,7 +254,22 @@ public final class RegistrationCache implements AutoCloseable {
         }
     }
 
-    private PendingRegistration findPending(long from, long to, int access) {
+    /** Waits for another thread's registration; the region with a lease for us, or null to retry. */
+    private @Nullable Region joinInFlight(PendingRegistration p, long address, long end, int access, int stripe) {
+        metrics.increment(CacheCounter.SINGLE_FLIGHT_JOINS);
+        Region r = p.await(); // rethrows the owner's failure itself
+        if (r == null || !r.serves(address, end, access, widenRemote)) {
+            return null; // discarded, or the owner fell back to a range or rights that do not cover ours
+        }
+        int retained = r.tryRetain(stripe);
+        if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) {
+            deferredDeregister(r);
+        }
+        return retained == Region.RETAINED ? r : null; // invalidated right after publication: retry
+    }
+
+    @GuardedBy("lock")
+    private @Nullable PendingRegistration findPending(long from, long to, int access) {
         for (PendingRegistration p : pending) {
             if (!p.doomed && p.serves(from, to, access, widenRemote)) {
                 return p;
@@ -294,95 +278,31 @@ public final class RegistrationCache implements AutoCloseable {
         return null;
     }
 
-    /** Decides what a miss registers and which live regions it replaces. Under the lock. */
-    private PendingRegistration plan(long address, long end, int access) {
-        List<Region> supersedes = new ArrayList<>(2);
-        if (Access.isRemote(access) && !widenRemote) {
-            // exactly the requested bytes; replace only a narrower remote region of the same range
-            for (Region r : index.overlapping(address, end)) {
-                if (r.isLive() && r.isRemote() && r.start == address && r.end == end
-                        && Access.includes(access, r.access)) {
-                    supersedes.add(r);
-                }
-            }
-            return new PendingRegistration(address, end, access, List.copyOf(supersedes), !supersedes.isEmpty());
-        }
-        long from = alignDown(address);
-        long to = alignUp(end);
-        int rights = access;
-        boolean upgrade = false;
-        long reach = mergePolicy == MergePolicy.OVERLAPPING_AND_ADJACENT ? 1 : 0;
-        boolean grew = true;
-        while (grew) { // a merge may widen the range onto more regions
-            grew = false;
-            for (Region r : index.overlapping(Math.max(0, from - reach), to + reach)) {
-                if (!r.isLive() || supersedes.contains(r) || (r.isRemote() && !widenRemote)) {
-                    continue;
-                }
-                boolean covers = r.start <= address && r.end >= end; // [ ( ) ]: lacks rights, else it hit
-                if (mergePolicy == MergePolicy.NONE && !covers) {
-                    continue;
-                }
-                upgrade |= covers;
-                supersedes.add(r);
-                from = Math.min(from, r.start);
-                to = Math.max(to, r.end);
-                rights |= r.access;
-                grew = true;
-            }
-        }
-        return new PendingRegistration(from, to, rights, List.copyOf(supersedes), upgrade);
-    }
-
     /**
      * Registers a planned entry outside the lock and publishes it unless doomed; null means retry. Whatever
      * the registrar throws (an {@code Error} included) removes the entry, fails every joiner with that same
      * exception and completes every stage waiting on it before it reaches the caller.
      */
-    private Region registerAndPublish(PendingRegistration p, long address, long end, int access) {
-        RegistrationEvent event = new RegistrationEvent();
-        event.begin();
+    private @Nullable Region registerAndPublish(PendingRegistration p, long address, long end, int access) {
+        RegistrationEvent event = CacheEvents.registrationStarted();
         long started = nanoClock.getAsLong();
         Registration reg;
         try {
-            reg = registerPlanned(p, address, end, access);
-            if (reg == null) {
-                throw new IllegalStateException("registrar " + registrar.getClass().getName()
-                        + " returned null for [0x" + Long.toHexString(p.start) + ", 0x" + Long.toHexString(p.end)
-                        + ") " + Access.describe(p.access) + ": register must return a registration or throw");
-            }
+            reg = recovery.register(p, address, end, access);
         } catch (Throwable t) {
-            RuntimeException unchecked = t instanceof RuntimeException re ? re : null;
-            Error error = t instanceof Error er ? er : null;
-            if (unchecked == null && error == null) { // a checked exception thrown sneakily
-                unchecked = new RegistrationException("registrar " + registrar.getClass().getName()
-                        + " threw a checked exception: " + t, 0, t);
-            }
-            lock.lock();
-            try {
-                removePending(p);
-            } finally {
-                lock.unlock();
-            }
-            metrics.increment(CacheCounter.REGISTRATION_FAILURES);
-            p.failed(error != null ? error : unchecked, DONE_FUTURE);
-            commit(event, p, "failed");
-            if (error != null) {
-                throw error;
-            }
-            throw unchecked;
+            throw registrationFailed(p, event, t);
         }
-        long pinned = pagesSpan(reg.address(), reg.end());
+        long pinned = AddressRange.alignUp(reg.end(), alignment) - AddressRange.alignDown(reg.address(), alignment);
         metrics.registered(pinned, nanoClock.getAsLong() - started, reg.length());
         Region region = new Region(reg, pinned, 1);
-        String wrong = wrongResult(p, address, end, access, reg);
+        String wrong = recovery.wrongResult(p, address, end, access, reg);
         List<Region> superseded = List.of();
         List<Region> toDeregister = List.of();
         boolean publish;
         lock.lock();
         try {
-            publish = wrong == null && (!p.doomed || hasFault(Fault.PUBLISH_DOOMED))
-                    && (!closed || hasFault(Fault.CLOSE_SKIPS_PENDING));
+            publish = wrong == null && (!p.doomed || CacheFault.PUBLISH_DOOMED.in(faults))
+                    && (!closed || CacheFault.CLOSE_SKIPS_PENDING.in(faults));
             if (publish) {
                 superseded = p.supersedes.stream().filter(index::contains).toList();
                 retiring = retiring.withAll(superseded);
@@ -397,128 +317,68 @@ public final class RegistrationCache implements AutoCloseable {
             lock.unlock();
         }
         if (!publish) {
-            CompletableFuture<Void> firstAttempt = region.deregistration();
-            if (region.release(Region.stripe())) { // never published: our lease was the only one
-                deregister(region);
-            }
-            if (wrong != null) {
-                IllegalStateException e = new IllegalStateException(wrong);
-                metrics.increment(CacheCounter.REGISTRATION_FAILURES);
-                commit(event, p, "failed");
-                p.failed(e, firstAttempt);
-                throw e;
-            }
-            metrics.increment(CacheCounter.DISCARDED_IN_FLIGHT);
-            commit(event, p, "discarded");
-            p.discarded(firstAttempt);
+            discardUnpublished(p, region, event, wrong);
             return null;
         }
-        commit(event, p, "published");
+        CacheEvents.registered(event, p, "published");
         if (!superseded.isEmpty()) {
             metrics.increment(p.upgrade ? CacheCounter.ACCESS_UPGRADES : CacheCounter.MERGES);
-            superseded.forEach(this::policyRemove);
+            superseded.forEach(eviction::unlinked);
         }
-        policyPut(region); // Caffeine may evict here (TinyLFU admission), the new region included
-        deregisterAll(toDeregister);
+        eviction.published(region);
+        toDeregister.forEach(deregistrar::deregister);
         p.published(region);
-        drainEvicted();
-        if (makeRoom()) {
+        eviction.drainEvicted();
+        if (eviction.makeRoom()) {
             metrics.increment(CacheCounter.BUDGET_OVERRUNS);
         }
         return region;
     }
 
-    /**
-     * Registers the plan; when the plan was widened (merged with other regions, or given the union of rights)
-     * and the registrar refuses it with anything but ENOMEM (EFAULT or EACCES when part of the wider range has
-     * another page protection), registers the request's own range and rights alone, replacing nothing.
-     */
-    private Registration registerPlanned(PendingRegistration p, long address, long end, int access) {
+    /** The registrar threw {@code t}: the entry leaves, its joiners and waiters are told; what to throw. */
+    private RuntimeException registrationFailed(PendingRegistration p, RegistrationEvent event, Throwable t) {
+        lock.lock();
         try {
-            return registerRecovering(p);
-        } catch (RegistrationException e) {
-            boolean exact = Access.isRemote(access) && !widenRemote;
-            long ownFrom = exact ? address : alignDown(address);
-            long ownTo = exact ? end : alignUp(end);
-            boolean widened;
-            lock.lock();
-            try {
-                widened = p.widerThan(ownFrom, ownTo, access);
-                if (widened && e.errno() != RegistrationException.ENOMEM) {
-                    p.narrowTo(ownFrom, ownTo, access);
-                }
-            } finally {
-                lock.unlock();
-            }
-            if (!widened || e.errno() == RegistrationException.ENOMEM) {
-                throw e;
-            }
-            metrics.increment(CacheCounter.WIDENING_FALLBACKS);
-            try {
-                return registerRecovering(p);
-            } catch (RuntimeException | Error again) {
-                again.addSuppressed(e);
-                throw again;
-            }
+            removePending(p);
+        } finally {
+            lock.unlock();
         }
-    }
-
-    private Registration registerRecovering(PendingRegistration p) {
-        long length = p.end - p.start;
-        try {
-            return registrar.register(p.start, length, p.access);
-        } catch (RegistrationException e) {
-            if (e.errno() != RegistrationException.ENOMEM) {
-                throw e;
-            }
-            int evictedCount = evictIdle();
-            try {
-                Registration reg = registrar.register(p.start, length, p.access);
-                metrics.increment(CacheCounter.ENOMEM_RECOVERIES);
-                return reg;
-            } catch (RegistrationException again) {
-                if (again.errno() != RegistrationException.ENOMEM) {
-                    throw again;
-                }
-                throw new PinnedMemoryExhaustedException(exhaustedMessage(p, evictedCount), metrics.pinnedBytes.get(),
-                        again);
-            }
+        metrics.increment(CacheCounter.REGISTRATION_FAILURES);
+        CacheEvents.registered(event, p, "failed");
+        if (t instanceof Error error) {
+            p.failed(error, Stages.DONE_FUTURE);
+            throw error;
         }
-    }
-
-    private String exhaustedMessage(PendingRegistration p, int evictedCount) {
-        long limit = registrar.memlockLimit();
-        return String.format("registering %,d bytes at 0x%x (%s) failed with ENOMEM, also after evicting %d idle"
-                + " regions and retrying: this cache holds %,d bytes pinned in %,d regions (budget %s bytes, %s"
-                + " regions), RLIMIT_MEMLOCK is %s. Raise RLIMIT_MEMLOCK (ulimit -l, or 'memlock' in"
-                + " /etc/security/limits.conf), set the cache budget below it, or release leases sooner.",
-                p.end - p.start, p.start, Access.describe(p.access), evictedCount, metrics.pinnedBytes.get(),
-                metrics.regions.get(), bound(budget.maxPinnedBytes()), bound(budget.maxRegions()),
-                limit < 0 ? "unknown to this registrar" : String.format("%,d bytes", limit));
-    }
-
-    private static String bound(long v) {
-        return v == Long.MAX_VALUE || v == Integer.MAX_VALUE ? "unlimited" : String.format("%,d", v);
+        RuntimeException unchecked = t instanceof RuntimeException re ? re
+                : new RegistrationException("registrar " + registrar.getClass().getName()
+                        + " threw a checked exception: " + t, 0, t); // thrown sneakily
+        p.failed(unchecked, Stages.DONE_FUTURE);
+        return unchecked;
     }
 
     /**
-     * Why the registrar's result cannot serve the request or the plan (the request's own range and rights are
-     * checked, never only the plan), or null when it can.
+     * A registration that must not be published (doomed by an invalidation or close, or a result that does
+     * not cover the request; already retired under the lock) is deregistered; its waiters learn the outcome.
      */
-    private String wrongResult(PendingRegistration p, long address, long end,
-            int access, Registration reg) {
-        if (reg.address() <= address && reg.end() >= end && reg.address() <= p.start
-                && reg.end() >= p.end && Access.includes(reg.access(), p.access)
-                && Access.includes(reg.access(), access) && reg.length() > 0) {
-            return null;
+    private void discardUnpublished(PendingRegistration p, Region region, RegistrationEvent event,
+            @Nullable String wrong) {
+        CompletableFuture<Void> firstAttempt = region.deregistration();
+        if (region.release(Region.stripe())) { // never published: our lease was the only one
+            deregistrar.deregister(region);
         }
-        return "registrar " + registrar.getClass().getName() + " returned " + reg + " for a request of [0x"
-                + Long.toHexString(address) + ", 0x" + Long.toHexString(end) + ") " + Access.describe(access)
-                + " (planned [0x" + Long.toHexString(p.start) + ", 0x" + Long.toHexString(p.end) + ") "
-                + Access.describe(p.access) + "): a registration must cover the range with the rights;"
-                + " the cache deregistered it and fails this acquire";
+        if (wrong != null) {
+            IllegalStateException e = new IllegalStateException(wrong);
+            metrics.increment(CacheCounter.REGISTRATION_FAILURES);
+            CacheEvents.registered(event, p, "failed");
+            p.failed(e, firstAttempt);
+            throw e;
+        }
+        metrics.increment(CacheCounter.DISCARDED_IN_FLIGHT);
+        CacheEvents.registered(event, p, "discarded");
+        p.discarded(firstAttempt);
     }
 
+    @GuardedBy("lock")
     private void removePending(PendingRegistration p) {
         pending.remove(p);
         pendingCount = pending.size();
@@ -528,32 +388,19 @@ public final class RegistrationCache implements AutoCloseable {
     void release(Region r, int stripe) {
         if (r.release(stripe)) {
             deferredDeregister(r);
-            return;
-        }
-        if (!bounded || !r.isIdle()) {
-            return; // without a budget there is no policy to inform and nothing to evict
-        }
-        if (r.untracked) { // the policy dropped it while leased: re-enter now that it is idle
-            r.untracked = false;
-            policy.put(r, r);
-            if (!r.isLive()) {
-                policy.invalidate(r);
-            }
         } else {
-            policy.getIfPresent(r); // records the access
+            eviction.becameIdle(r);
         }
-        drainEvicted();
-        makeRoom();
     }
 
     /** The deregistration left to the last release (or to a backed-off acquire) of a retired region. */
     private void deferredDeregister(Region r) {
         metrics.increment(CacheCounter.DEFERRED_DEREGISTRATIONS);
-        deregister(r);
+        deregistrar.deregister(r);
     }
 
-    private Lease trackedLease(Region r, int stripe, long address, long length) {
-        LeakDetector.Tracker tracker = leakDetector.newTracker(address, length, r.access);
+    private Lease trackedLease(LeakDetector detector, Region r, int stripe, long address, long length) {
+        LeakDetector.Tracker tracker = detector.newTracker(address, length, r.access);
         Lease lease = new Lease(this, r, stripe, address, length, tracker);
         tracker.watch(lease);
         return lease;
@@ -565,53 +412,51 @@ public final class RegistrationCache implements AutoCloseable {
      * Unlinks every region overlapping {@code [address, address + length)} and dooms overlapping in-flight
      * registrations. The returned stage completes when all of them are deregistered (I3): only then may the
      * memory be reused. Idempotent; when nothing overlaps it takes no lock and allocates nothing.
-     * It completes exceptionally if a deregistration failed (the memory must then not be reused).
      *
-     * @throws IllegalArgumentException on a non-positive length or a negative or overflowing range
+     * <p>It completes exceptionally, with a {@link DeregistrationException} naming the registrations whose
+     * keys are still live, if a deregistration failed; the memory must then not be reused. A later
+     * invalidation of the range waits for the next retry of those registrations.
+     *
+     * @throws IllegalArgumentException on a non-positive length or a negative range, or one ending past
+     *                                  {@link #USER_SPACE_END}
      */
     public CompletionStage<Void> invalidate(long address, long length) {
-        long end = checkRange("invalidate", address, length);
+        long end = AddressRange.checkedEnd("invalidate", address, length);
         // read order matters: see "Free-hook fast path" in the class comment
         if (pendingCount == 0 && !index.overlapsAny(address, end)
-                && (!retiring.overlapsAny(address, end) || hasFault(Fault.IGNORE_RETIRING))) {
-            return DONE;
+                && (!retiring.overlapsAny(address, end) || CacheFault.IGNORE_RETIRING.in(faults))) {
+            return Stages.DONE;
         }
         return invalidateSlow(address, end);
     }
 
     /** {@link #invalidate} and wait for its completion; rethrows a failed deregistration. */
     public void invalidateAndWait(long address, long length) {
-        await(invalidate(address, length));
+        Stages.await(invalidate(address, length));
     }
 
     private CompletionStage<Void> invalidateSlow(long address, long end) {
-        InvalidationEvent event = new InvalidationEvent();
-        event.begin();
+        InvalidationEvent event = CacheEvents.invalidationStarted();
         List<CompletableFuture<Void>> waits = new ArrayList<>();
-        List<Region> gone;
-        List<Region> toDeregister;
+        List<Region> gone = List.of();
+        List<Region> toDeregister = List.of();
         int doomed = 0;
         lock.lock();
         try {
-            gone = index.overlapping(address, end);
-            if (!hasFault(Fault.SKIP_UNLINK)) {
+            if (!CacheFault.SKIP_UNLINK.in(faults)) {
+                gone = index.overlapping(address, end);
                 retiring = retiring.withAll(gone);
                 index = index.with(null, gone);
                 toDeregister = retireAll(gone);
-            } else {
-                gone = List.of();
-                toDeregister = List.of();
             }
             for (Region r : retiring.overlapping(address, end)) { // quarantined ones too
-                if (!hasFault(Fault.IGNORE_RETIRING) || gone.contains(r)) {
+                if (!CacheFault.IGNORE_RETIRING.in(faults) || gone.contains(r)) {
                     waits.add(r.deregistration());
                 }
             }
             for (PendingRegistration p : pending) {
                 if (p.overlaps(address, end)) {
-                    if (!p.doomed) {
-                        doomed++;
-                    }
+                    doomed += p.doomed ? 0 : 1;
                     p.doomed = true;
                     waits.add(p.settled);
                 }
@@ -623,60 +468,22 @@ public final class RegistrationCache implements AutoCloseable {
             metrics.increment(CacheCounter.INVALIDATIONS);
             metrics.add(CacheCounter.INVALIDATED_REGIONS, gone.size());
         }
-        gone.forEach(this::policyRemove);
-        deregisterAll(toDeregister);
-        if (event.shouldCommit()) {
-            event.address = address;
-            event.length = end - address;
-            event.regions = gone.size();
-            event.inFlight = doomed;
-            event.commit();
+        gone.forEach(eviction::unlinked);
+        toDeregister.forEach(deregistrar::deregister);
+        CacheEvents.invalidated(event, address, end, gone.size(), doomed);
+        if (CacheFault.COMPLETE_EARLY.in(faults)) {
+            return Stages.DONE;
         }
-        if (hasFault(Fault.COMPLETE_EARLY)) {
-            return DONE;
-        }
-        return allDeregistered("invalidate [0x" + Long.toHexString(address) + ", 0x" + Long.toHexString(end) + ")",
-                waits);
+        return Stages.allDeregistered("invalidate [0x" + Long.toHexString(address) + ", 0x" + Long.toHexString(end)
+                + ")", waits);
     }
 
     /**
-     * A stage that completes when every wait has: normally when all deregistrations succeeded, else
-     * exceptionally with a {@link DeregistrationException} that names {@code what} and every registration
-     * whose keys are still live. Never normally while such a key is live (I3).
+     * Sets RETIRED on regions already moved from the index to {@link #retiring}; returns the idle ones, whose
+     * deregistration the caller won and makes outside the lock.
      */
-    private static CompletionStage<Void> allDeregistered(String what, List<CompletableFuture<Void>> waits) {
-        if (waits.isEmpty()) {
-            return DONE;
-        }
-        return CompletableFuture.allOf(waits.toArray(CompletableFuture[]::new)).handle((ok, failure) -> {
-            if (failure == null) {
-                return null;
-            }
-            List<Registration> live = new ArrayList<>();
-            List<String> causes = new ArrayList<>();
-            int errno = 0;
-            for (CompletableFuture<Void> w : waits) {
-                if (w.isCompletedExceptionally()) {
-                    Throwable cause = w.exceptionNow();
-                    if (cause instanceof DeregistrationException de) {
-                        live.addAll(de.stillRegistered());
-                        errno = errno == 0 ? de.errno() : errno;
-                        causes.add(String.valueOf(de.getCause()));
-                    } else {
-                        causes.add(String.valueOf(cause));
-                    }
-                }
-            }
-            throw new DeregistrationException(what + " did not complete: the deregistration of " + live
-                    + " failed (errno " + errno + ": " + String.join("; ", causes) + "), so their keys are still"
-                    + " live at the NIC. Do not reuse this memory; the cache keeps them quarantined and retries"
-                    + " (see retryQuarantined()).", errno, live, failure instanceof CompletionException ce
-                            && ce.getCause() != null ? ce.getCause() : failure);
-        });
-    }
-
-    /** Retires unlinked regions (already moved to {@link #retiring}); returns the idle ones to deregister. */
-    private List<Region> retireAll(List<Region> gone) {
+    @GuardedBy("lock")
+    private static List<Region> retireAll(List<Region> gone) {
         List<Region> idle = new ArrayList<>(gone.size());
         for (Region r : gone) {
             if (r.retire()) {
@@ -686,88 +493,8 @@ public final class RegistrationCache implements AutoCloseable {
         return idle;
     }
 
-    // ------------------------------------------------------------------ eviction
-
-    private void onPolicyEviction(Region r, RemovalCause cause) {
-        if (!cause.wasEvicted()) {
-            return;
-        }
-        if (r.tryRetireIdle() || (hasFault(Fault.EVICT_LEASED) && r.isLive() && r.forceRetireForFault())) {
-            evicted.add(r);
-        } else if (r.isLive()) {
-            r.untracked = true;
-        }
-    }
-
-    /**
-     * Evicts the policy's coldest idle regions until the cache is within both bounds of the budget. Caffeine
-     * enforces one bound itself at each put; this covers the other, and regions that were leased when
-     * Caffeine chose them.
-     *
-     * @return true when the cache is still over budget (every remaining region is leased)
-     */
-    private boolean makeRoom() {
-        // a loop: an evicted region whose deregistration fails stays pinned (quarantined), so more must go
-        while (budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get())) {
-            long excessBytes = metrics.pinnedBytes.get() - budget.maxPinnedBytes();
-            long excessRegions = metrics.regions.get() - budget.maxRegions();
-            List<Region> victims = policyEviction.coldest(stream -> {
-                List<Region> picked = new ArrayList<>();
-                long freedBytes = 0;
-                var it = stream.iterator();
-                while (it.hasNext() && (freedBytes < excessBytes || picked.size() < excessRegions)) {
-                    Region r = it.next().getKey();
-                    if (r.isIdle()) {
-                        picked.add(r);
-                        freedBytes += r.pinnedBytes;
-                    }
-                }
-                return picked;
-            });
-            int retired = 0;
-            for (Region r : victims) {
-                if (r.tryRetireIdle()) {
-                    evicted.add(r);
-                    retired++;
-                }
-            }
-            drainEvicted();
-            if (retired == 0) {
-                return true; // every remaining region is leased (or quarantined)
-            }
-        }
-        return false;
-    }
-
-    /**
-     * Evicts every idle region (for example before a fork, or to give memory back).
-     *
-     * @return how many regions were evicted
-     */
-    public int evictIdle() {
-        int n = 0;
-        for (Region r : index.all()) {
-            if (r.tryRetireIdle()) {
-                evicted.add(r);
-                n++;
-            }
-        }
-        drainEvicted();
-        return n;
-    }
-
-    /** Unlinks and deregisters regions the policy retired. Outside every lock. */
-    private void drainEvicted() {
-        if (evicted.isEmpty()) {
-            return;
-        }
-        List<Region> batch = new ArrayList<>();
-        for (Region r; (r = evicted.poll()) != null;) {
-            batch.add(r);
-        }
-        if (batch.isEmpty()) {
-            return;
-        }
+    /** For the eviction policy: moves the evicted regions still linked from the index to {@link #retiring}. */
+    private void unlinkEvicted(List<Region> batch) {
         lock.lock();
         try {
             // an invalidation may have unlinked some already (and put them in retiring): move only the rest
@@ -777,87 +504,25 @@ public final class RegistrationCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        for (Region r : batch) {
-            metrics.increment(CacheCounter.EVICTIONS);
-            policyRemove(r);
-            EvictionEvent event = new EvictionEvent();
-            if (event.shouldCommit()) {
-                event.address = r.start;
-                event.length = r.end - r.start;
-                event.reason = "budget";
-                event.commit();
-            }
-            deregister(r); // tryRetireIdle won the claim (or, in the broken variant, the forced retirement did)
-        }
     }
 
-    // ------------------------------------------------------------------ deregistration
-
-    private void deregisterAll(List<Region> regions) {
-        for (Region r : regions) {
-            deregister(r);
-        }
+    /** For the deregistrar, under the lock: a region's keys are dead, so it leaves {@link #retiring}. */
+    @GuardedBy("lock")
+    private void forgetDeregistered(Region r) {
+        retiring = retiring.with(null, List.of(r));
+        metrics.add(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
     }
 
     /**
-     * One deregistration attempt of a retired region; called by whoever the state word elected, or by a retry
-     * that took it out of the quarantine. Never throws: whatever the registrar throws, its keys are still live,
-     * so the region stays in {@link #retiring} and enters the {@link #quarantine}, the stages waiting on this
-     * attempt complete exceptionally, and a retry is scheduled.
+     * Evicts every idle region (for example before a fork, or to give memory back).
+     *
+     * @return how many regions were evicted
      */
-    private void deregister(Region r) {
-        Throwable failure = null;
-        try {
-            registrar.deregister(r.registration);
-        } catch (Throwable t) {
-            failure = t;
-        }
-        if (failure == null) {
-            metrics.deregistered(r.pinnedBytes);
-            lock.lock();
-            try {
-                retiring = retiring.with(null, List.of(r));
-                metrics.add(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
-            } finally {
-                lock.unlock();
-            }
-            r.deregistration().complete(null);
-            return;
-        }
-        metrics.increment(CacheCounter.DEREGISTRATION_FAILURES);
-        CompletableFuture<Void> failedAttempt;
-        long retryDelay;
-        lock.lock();
-        try {
-            failedAttempt = r.startRetry();
-            retryDelay = retry.delayNanos(r.failedDeregistrations);
-            quarantine.add(r);
-        } finally {
-            lock.unlock();
-        }
-        if (hasFault(Fault.COMPLETE_AFTER_FAILED_DEREGISTRATION)) {
-            failedAttempt.complete(null);
-        } else {
-            failedAttempt.completeExceptionally(DeregistrationException.of(r.registration, failure));
-        }
-        if (retry.automatic()) {
-            CompletableFuture.delayedExecutor(retryDelay, TimeUnit.NANOSECONDS).execute(() -> retryOne(r));
-        }
+    public int evictIdle() {
+        return eviction.evictIdle(index.all());
     }
 
-    private void retryOne(Region r) {
-        boolean taken;
-        lock.lock();
-        try {
-            taken = quarantine.remove(r); // a manual retry may have taken it first
-        } finally {
-            lock.unlock();
-        }
-        if (taken) {
-            metrics.increment(CacheCounter.DEREGISTRATION_RETRIES);
-            deregister(r);
-        }
-    }
+    // ------------------------------------------------------------------ failed deregistrations
 
     /**
      * Attempts once more, now, the deregistration of every quarantined registration (each one whose
@@ -868,24 +533,7 @@ public final class RegistrationCache implements AutoCloseable {
      * @return how many registrations are still quarantined afterwards
      */
     public int retryQuarantined() {
-        List<Region> batch;
-        lock.lock();
-        try {
-            batch = new ArrayList<>(quarantine);
-            quarantine.clear();
-        } finally {
-            lock.unlock();
-        }
-        for (Region r : batch) {
-            metrics.increment(CacheCounter.DEREGISTRATION_RETRIES);
-            deregister(r);
-        }
-        lock.lock();
-        try {
-            return quarantine.size();
-        } finally {
-            lock.unlock();
-        }
+        return deregistrar.retryQuarantined();
     }
 
     /**
@@ -893,19 +541,16 @@ public final class RegistrationCache implements AutoCloseable {
      * the memory they cover must not be reused.
      */
     public List<Registration> quarantined() {
-        lock.lock();
-        try {
-            return quarantine.stream().map(r -> r.registration).toList();
-        } finally {
-            lock.unlock();
-        }
+        return deregistrar.quarantined();
     }
 
     // ------------------------------------------------------------------ close
 
     /**
      * Closes the cache: later acquires fail, every region is retired and every in-flight registration
-     * doomed. The stage completes when everything is deregistered (leases still held are waited for).
+     * doomed. The stage completes when everything is deregistered (leases still held are waited for);
+     * exceptionally, naming them, when registrations could not be deregistered (they stay quarantined, and
+     * {@link #retryQuarantined()} still works).
      */
     public CompletionStage<Void> closeAsync() {
         List<Region> toDeregister;
@@ -925,21 +570,21 @@ public final class RegistrationCache implements AutoCloseable {
             for (Region r : retiring.all()) { // quarantined ones too: close retries them once below
                 waits.add(r.deregistration());
             }
-            for (PendingRegistration p : pending) {
-                if (!hasFault(Fault.CLOSE_SKIPS_PENDING)) {
+            if (!CacheFault.CLOSE_SKIPS_PENDING.in(faults)) {
+                for (PendingRegistration p : pending) {
                     p.doomed = true;
                     waits.add(p.settled);
                 }
             }
-            done = allDeregistered("close", waits).toCompletableFuture();
+            done = Stages.allDeregistered("close", waits).toCompletableFuture();
             closeCompletion = done;
         } finally {
             lock.unlock();
         }
-        gone.forEach(this::policyRemove);
-        deregisterAll(toDeregister);
-        drainEvicted();
-        retryQuarantined(); // so that close reports, rather than waits for, a registrar that keeps failing
+        gone.forEach(eviction::unlinked);
+        toDeregister.forEach(deregistrar::deregister);
+        eviction.drainEvicted();
+        deregistrar.retryQuarantined(); // so that close reports, rather than waits for, a registrar that keeps failing
         return done.minimalCompletionStage();
     }
 
@@ -952,7 +597,7 @@ public final class RegistrationCache implements AutoCloseable {
      */
     @Override
     public void close() {
-        await(closeAsync());
+        Stages.await(closeAsync());
     }
 
     public boolean isClosed() {
@@ -962,15 +607,13 @@ public final class RegistrationCache implements AutoCloseable {
     // ------------------------------------------------------------------ metrics and introspection
 
     /**
-     * A snapshot of the metrics. Hits live in the regions' lease words until a region is deregistered, so
+     * A snapshot of the metrics. Hits live in the regions' lease cells until a region is deregistered, so
      * the snapshot sums them under the index lock.
      */
     public MetricsSnapshot metrics() {
         long liveHits = 0;
-        long quarantined;
         lock.lock();
         try {
-            quarantined = quarantine.size();
             for (Region r : index.all()) {
                 liveHits += r.hits();
             }
@@ -980,7 +623,7 @@ public final class RegistrationCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        return metrics.snapshot(liveHits, quarantined);
+        return metrics.snapshot(liveHits, deregistrar.quarantinedCount());
     }
 
     /** Registrations in flight now (tests check that a failure never leaves one behind). */
@@ -1019,101 +662,6 @@ public final class RegistrationCache implements AutoCloseable {
     public String toString() {
         return "RegistrationCache[regions=" + index.size() + ", pinnedBytes=" + metrics.pinnedBytes.get()
                 + ", closed=" + closed + "]";
-    }
-
-    // ------------------------------------------------------------------ helpers
-
-    private static long checkRange(String op, long address, long length) {
-        if (length <= 0) {
-            throw new IllegalArgumentException(op + "(0x" + Long.toHexString(address) + ", " + length
-                    + "): length " + length + " must be > 0");
-        }
-        if (address < 0) {
-            throw new IllegalArgumentException(op + ": address " + address + " (0x" + Long.toHexString(address)
-                    + ") is negative; user-space virtual addresses are below 2^63");
-        }
-        long end = address + length;
-        if (end < 0 || end > USER_SPACE_END) {
-            throw new IllegalArgumentException(String.format("%s(0x%x, %d): the range ends at %s, past 0x%x, the top"
-                    + " of user-space virtual addresses (2^56); pass an address and length your allocator gave you",
-                    op, address, length, end < 0 ? "more than 2^63 (address + length overflows)" : "0x" + Long.toHexString(end),
-                    USER_SPACE_END));
-        }
-        return end;
-    }
-
-    private long alignDown(long a) {
-        return a & -alignment;
-    }
-
-    /** No overflow: {@link #checkRange} keeps ends at or below {@link #USER_SPACE_END}. */
-    private long alignUp(long a) {
-        return (a + alignment - 1) & -alignment;
-    }
-
-    private long pagesSpan(long from, long to) {
-        return alignUp(to) - alignDown(from);
-    }
-
-    private static void commit(RegistrationEvent event, PendingRegistration p, String outcome) {
-        if (event.shouldCommit()) {
-            event.address = p.start;
-            event.length = p.end - p.start;
-            event.access = Access.describe(p.access);
-            event.outcome = outcome;
-            event.commit();
-        }
-    }
-
-    private static void await(CompletionStage<Void> stage) {
-        try {
-            stage.toCompletableFuture().join();
-        } catch (CompletionException e) {
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw e;
-        }
-    }
-
-    /** The policy only matters with a budget: without one nothing is evicted, so misses skip Caffeine. */
-    private void policyPut(Region r) {
-        if (bounded) {
-            policy.put(r, r);
-        }
-    }
-
-    private void policyRemove(Region r) {
-        if (bounded) {
-            policy.invalidate(r);
-        }
-    }
-
-    private boolean hasFault(Fault f) {
-        return (faults & f.bit) != 0;
-    }
-
-    /**
-     * Deliberate bugs, each disabling one safety step, so that tests and jcstress can show that they catch
-     * it. Package-private: no user can reach them.
-     */
-    enum Fault {
-        /** H4: publish an in-flight registration even when an overlapping invalidation doomed it. */
-        PUBLISH_DOOMED,
-        /** H1: invalidate does not unlink overlapping regions. */
-        SKIP_UNLINK,
-        /** I3: invalidate's stage completes before deferred deregistrations. */
-        COMPLETE_EARLY,
-        /** H5: the policy evicts and deregisters a leased region, skipping the idle compare-and-set. */
-        EVICT_LEASED,
-        /** close vs acquire: close does not doom in-flight registrations, which then publish into a closed cache. */
-        CLOSE_SKIPS_PENDING,
-        /** invalidate vs invalidate: an invalidation ignores regions another one is still deregistering. */
-        IGNORE_RETIRING,
-        /** I3: a failed deregistration completes the waiting stages normally, though its keys are still live. */
-        COMPLETE_AFTER_FAILED_DEREGISTRATION;
-
-        final int bit = 1 << ordinal();
     }
 
     /** Builds a {@link RegistrationCache}. */
@@ -1190,11 +738,9 @@ public final class RegistrationCache implements AutoCloseable {
             return this;
         }
 
-        /** Test seam: enables deliberate bugs. Package-private on purpose. */
-        Builder faults(Fault... enabled) {
-            for (Fault f : enabled) {
-                faults |= f.bit;
-            }
+        /** Test seam: enables deliberate bugs ({@link CacheFault}). Package-private on purpose. */
+        Builder faults(CacheFault... enabled) {
+            faults |= CacheFault.bits(enabled);
             return this;
         }
 

@@ -119,13 +119,13 @@ final class CacheModelChecker {
     }
 
     /** Runs the sequence; returns null when every check held, else what failed. */
-    static String run(Config config, List<Op> ops, RegistrationCache.Fault... faults) {
+    static String run(Config config, List<Op> ops, CacheFault... faults) {
         return run(config, ops, null, faults);
     }
 
     /** {@link #run}, adding the cache's final counters to {@code coverage} (when not null). */
     static String run(Config config, List<Op> ops, Map<CacheCounter, Long> coverage,
-            RegistrationCache.Fault... faults) {
+            CacheFault... faults) {
         Execution execution = new Execution(config, faults);
         try {
             execution.run(ops);
@@ -140,7 +140,7 @@ final class CacheModelChecker {
     }
 
     /** Removes operations one at a time while the sequence still fails; returns the shortest found. */
-    static List<Op> shrink(Config config, List<Op> failing, RegistrationCache.Fault... faults) {
+    static List<Op> shrink(Config config, List<Op> failing, CacheFault... faults) {
         List<Op> current = new ArrayList<>(failing);
         boolean progress = true;
         while (progress) {
@@ -184,7 +184,7 @@ final class CacheModelChecker {
         private record Awaited(String what, CompletionStage<Void> stage, List<Registration> mustDie) {
         }
 
-        Execution(Config config, RegistrationCache.Fault... faults) {
+        Execution(Config config, CacheFault... faults) {
             this.config = config;
             this.cache = RegistrationCache.builder(registrar).budget(config.budget()).mergePolicy(config.merge())
                     .deregistrationRetry(DeregistrationRetry.MANUAL).faults(faults).build();

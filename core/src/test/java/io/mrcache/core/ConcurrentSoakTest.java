@@ -58,7 +58,7 @@ class ConcurrentSoakTest {
     /** The soak can fail: publishing doomed in-flight registrations (H4) shows up as stale hits. */
     @Test
     void soakCatchesPublicationOfDoomedRegistrations() throws Exception {
-        Soak soak = new Soak(MergePolicy.OVERLAPPING, RegistrationCache.Fault.PUBLISH_DOOMED);
+        Soak soak = new Soak(MergePolicy.OVERLAPPING, CacheFault.PUBLISH_DOOMED);
         soak.run(3, 5000, true);
         // the published doomed registration is both a stale hit (I1) and a survivor of a completed
         // invalidation (I3); whichever a run meets first stops it
@@ -78,7 +78,7 @@ class ConcurrentSoakTest {
         final RegistrationCache cache;
         volatile boolean stop;
 
-        Soak(MergePolicy merge, RegistrationCache.Fault... faults) {
+        Soak(MergePolicy merge, CacheFault... faults) {
             Registrar observed = new Registrar() {
                 @Override
                 public Registration register(long address, long length, int access) {

@@ -232,6 +232,7 @@ class FailurePathTest {
                 : null);
         stageFailure(cache.invalidate(BASE, PAGE).toCompletableFuture());
         CompletableFuture<Void> later = cache.invalidate(BASE, PAGE).toCompletableFuture();
+        RegistrationCacheTest.waitFor(() -> registrar.deregisterCount() == 1); // the key is dead
         RegistrationCacheTest.waitFor(() -> cache.quarantined().isEmpty());
         assertEquals(4, refusals.get(), "three refusals, then the retry that succeeded");
         assertEquals(3, cache.metrics().get(CacheCounter.DEREGISTRATION_RETRIES));
@@ -248,7 +249,7 @@ class FailurePathTest {
     @Test
     void theBrokenVariantCompletesTheStageThoughTheKeyIsLive() {
         RegistrationCache cache = RegistrationCache.builder(registrar).deregistrationRetry(DeregistrationRetry.MANUAL)
-                .faults(RegistrationCache.Fault.COMPLETE_AFTER_FAILED_DEREGISTRATION).build();
+                .faults(CacheFault.COMPLETE_AFTER_FAILED_DEREGISTRATION).build();
         Lease lease = cache.acquire(BASE, PAGE, LOCAL_WRITE);
         lease.close();
         registrar.deregisterFailures(r -> new RegistrationException("EBUSY", EBUSY));

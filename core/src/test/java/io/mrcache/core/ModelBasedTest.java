@@ -63,9 +63,9 @@ class ModelBasedTest {
     /** The checker must be able to fail: each deliberately broken cache is caught, shrunk, and replayable. */
     @Test
     void theCheckerCatchesEachDeliberatelyBrokenCache() {
-        for (RegistrationCache.Fault fault : List.of(RegistrationCache.Fault.SKIP_UNLINK,
-                RegistrationCache.Fault.COMPLETE_EARLY, RegistrationCache.Fault.EVICT_LEASED,
-                RegistrationCache.Fault.COMPLETE_AFTER_FAILED_DEREGISTRATION)) {
+        for (CacheFault fault : List.of(CacheFault.SKIP_UNLINK,
+                CacheFault.COMPLETE_EARLY, CacheFault.EVICT_LEASED,
+                CacheFault.COMPLETE_AFTER_FAILED_DEREGISTRATION)) {
             Long failingSeed = null;
             String failure = null;
             for (long seed = 1; seed <= 20_000 && failingSeed == null; seed++) {

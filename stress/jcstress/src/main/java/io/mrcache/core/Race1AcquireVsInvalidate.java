@@ -26,7 +26,7 @@ public final class Race1AcquireVsInvalidate {
         final Registration old;
         volatile boolean invalidateReturned;
 
-        S(RegistrationCache.Fault... faults) {
+        S(CacheFault... faults) {
             cache = RaceRegistrar.cache(registrar, Budget.UNLIMITED, faults);
             Lease l = cache.acquire(B, P, Access.LOCAL_WRITE);
             old = l.registration();
@@ -78,7 +78,7 @@ public final class Race1AcquireVsInvalidate {
     @State
     public static class Broken extends S {
         public Broken() {
-            super(RegistrationCache.Fault.SKIP_UNLINK);
+            super(CacheFault.SKIP_UNLINK);
         }
 
         @Actor

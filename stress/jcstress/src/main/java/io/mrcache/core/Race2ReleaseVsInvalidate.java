@@ -27,7 +27,7 @@ public final class Race2ReleaseVsInvalidate {
         final Lease lease;
         CompletionStage<Void> stage;
 
-        S(RegistrationCache.Fault... faults) {
+        S(CacheFault... faults) {
             cache = RaceRegistrar.cache(registrar, Budget.UNLIMITED, faults);
             lease = cache.acquire(B, P, Access.LOCAL_WRITE);
         }
@@ -77,7 +77,7 @@ public final class Race2ReleaseVsInvalidate {
     @State
     public static class Broken extends S {
         public Broken() {
-            super(RegistrationCache.Fault.COMPLETE_EARLY);
+            super(CacheFault.COMPLETE_EARLY);
         }
 
         @Actor

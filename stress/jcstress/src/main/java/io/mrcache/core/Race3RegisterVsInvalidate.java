@@ -24,7 +24,7 @@ public final class Race3RegisterVsInvalidate {
         final RaceRegistrar registrar = new RaceRegistrar(50, 0);
         final RegistrationCache cache;
 
-        S(RegistrationCache.Fault... faults) {
+        S(CacheFault... faults) {
             cache = RaceRegistrar.cache(registrar, Budget.UNLIMITED, faults);
         }
 
@@ -73,7 +73,7 @@ public final class Race3RegisterVsInvalidate {
     @State
     public static class Broken extends S {
         public Broken() {
-            super(RegistrationCache.Fault.PUBLISH_DOOMED);
+            super(CacheFault.PUBLISH_DOOMED);
         }
 
         @Actor

@@ -26,7 +26,7 @@ public final class Race4EvictVsAcquire {
         final RegistrationCache cache;
         volatile int deadUnderLease;
 
-        S(RegistrationCache.Fault... faults) {
+        S(CacheFault... faults) {
             cache = RaceRegistrar.cache(registrar, new Budget(Long.MAX_VALUE, 1), faults);
             cache.acquire(A, P, Access.LOCAL_WRITE).close();
         }
@@ -80,7 +80,7 @@ public final class Race4EvictVsAcquire {
     @State
     public static class Broken extends S {
         public Broken() {
-            super(RegistrationCache.Fault.EVICT_LEASED);
+            super(CacheFault.EVICT_LEASED);
         }
 
         @Actor

@@ -25,7 +25,7 @@ public final class Race5MergeVsInvalidate {
         final RaceRegistrar registrar = new RaceRegistrar(50, 0);
         final RegistrationCache cache;
 
-        S(RegistrationCache.Fault... faults) {
+        S(CacheFault... faults) {
             cache = RaceRegistrar.cache(registrar, Budget.UNLIMITED, faults);
             cache.acquire(B, 2 * P, Access.LOCAL_WRITE).close();
         }
@@ -75,7 +75,7 @@ public final class Race5MergeVsInvalidate {
     @State
     public static class Broken extends S {
         public Broken() {
-            super(RegistrationCache.Fault.PUBLISH_DOOMED);
+            super(CacheFault.PUBLISH_DOOMED);
         }
 
         @Actor

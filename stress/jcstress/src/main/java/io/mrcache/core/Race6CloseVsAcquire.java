@@ -25,7 +25,7 @@ public final class Race6CloseVsAcquire {
         final RegistrationCache cache;
         CompletionStage<Void> closing;
 
-        S(RegistrationCache.Fault... faults) {
+        S(CacheFault... faults) {
             cache = RaceRegistrar.cache(registrar, Budget.UNLIMITED, faults);
         }
 
@@ -74,7 +74,7 @@ public final class Race6CloseVsAcquire {
     @State
     public static class Broken extends S {
         public Broken() {
-            super(RegistrationCache.Fault.CLOSE_SKIPS_PENDING);
+            super(CacheFault.CLOSE_SKIPS_PENDING);
         }
 
         @Actor

@@ -25,7 +25,7 @@ public final class Race7InvalidateVsInvalidate {
         final RegistrationCache cache;
         final Registration reg;
 
-        S(RegistrationCache.Fault... faults) {
+        S(CacheFault... faults) {
             cache = RaceRegistrar.cache(registrar, Budget.UNLIMITED, faults);
             Lease l = cache.acquire(B, P, Access.LOCAL_WRITE);
             reg = l.registration();
@@ -75,7 +75,7 @@ public final class Race7InvalidateVsInvalidate {
     @State
     public static class Broken extends S {
         public Broken() {
-            super(RegistrationCache.Fault.IGNORE_RETIRING);
+            super(CacheFault.IGNORE_RETIRING);
         }
 
         @Actor

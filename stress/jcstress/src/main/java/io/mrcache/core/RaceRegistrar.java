@@ -73,7 +73,7 @@ final class RaceRegistrar implements Registrar {
         r.r2 = balanced() ? 0 : 1;
     }
 
-    static RegistrationCache cache(RaceRegistrar registrar, Budget budget, RegistrationCache.Fault... faults) {
+    static RegistrationCache cache(RaceRegistrar registrar, Budget budget, CacheFault... faults) {
         return RegistrationCache.builder(registrar).budget(budget).faults(faults).build();
     }
 

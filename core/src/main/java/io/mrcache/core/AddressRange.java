@@ -1,0 +1,52 @@
+package io.mrcache.core;
+
+/**
+ * Range checks and page alignment of requests. Every range the cache accepts ends at or below
+ * {@link #USER_SPACE_END}, so a page-aligned end never overflows and a lease always covers its request.
+ */
+final class AddressRange {
+    /**
+     * Requests must end at or below this address: the top of user space on x86-64 with 5-level paging, the
+     * widest of Linux's 64-bit layouts.
+     */
+    static final long USER_SPACE_END = 1L << 56;
+
+    private AddressRange() {
+    }
+
+    /**
+     * The end of {@code [address, address + length)}, after checking that the range is non-empty and lies in
+     * user space.
+     *
+     * @throws IllegalArgumentException naming the operation, the value and what to pass instead
+     */
+    static long checkedEnd(String op, long address, long length) {
+        if (length <= 0) {
+            throw new IllegalArgumentException(op + "(0x" + Long.toHexString(address) + ", " + length
+                    + "): length " + length + " must be > 0");
+        }
+        if (address < 0) {
+            throw new IllegalArgumentException(op + ": address " + address + " (0x" + Long.toHexString(address)
+                    + ") is negative; user-space virtual addresses are below 2^63");
+        }
+        long end = address + length;
+        if (end < 0 || end > USER_SPACE_END) {
+            throw new IllegalArgumentException(String.format("%s(0x%x, %d): the range ends at %s, past 0x%x, the top"
+                    + " of user-space virtual addresses (2^56); pass an address and length your allocator gave you",
+                    op, address, length,
+                    end < 0 ? "more than 2^63 (address + length overflows)" : "0x" + Long.toHexString(end),
+                    USER_SPACE_END));
+        }
+        return end;
+    }
+
+    /** {@code a} rounded down to a multiple of {@code alignment} (a power of two). */
+    static long alignDown(long a, long alignment) {
+        return a & -alignment;
+    }
+
+    /** {@code a} rounded up to a multiple of {@code alignment}; no overflow below {@link #USER_SPACE_END}. */
+    static long alignUp(long a, long alignment) {
+        return (a + alignment - 1) & -alignment;
+    }
+}

@@ -1,0 +1,39 @@
+package io.mrcache.core;
+
+/**
+ * Deliberate bugs, each switching one safety step of {@link RegistrationCache} off, so that the model test, the
+ * soak, the jcstress races and the injector can show that they catch it. Package-private, and reachable only
+ * through the package-private {@code RegistrationCache.Builder.faults}: no user can turn one on.
+ */
+enum CacheFault {
+    /** H4: publish an in-flight registration even when an overlapping invalidation doomed it. */
+    PUBLISH_DOOMED,
+    /** H1: invalidate does not unlink overlapping regions. */
+    SKIP_UNLINK,
+    /** I3: invalidate's stage completes before deferred deregistrations. */
+    COMPLETE_EARLY,
+    /** H5: the policy evicts and deregisters a leased region, skipping the idle compare-and-set. */
+    EVICT_LEASED,
+    /** close vs acquire: close does not doom in-flight registrations, which then publish into a closed cache. */
+    CLOSE_SKIPS_PENDING,
+    /** invalidate vs invalidate: an invalidation ignores regions another one is still deregistering. */
+    IGNORE_RETIRING,
+    /** I3: a failed deregistration completes the waiting stages normally, though its keys are still live. */
+    COMPLETE_AFTER_FAILED_DEREGISTRATION;
+
+    private final int bit = 1 << ordinal();
+
+    /** The faults as a bit set. */
+    static int bits(CacheFault... faults) {
+        int bits = 0;
+        for (CacheFault f : faults) {
+            bits |= f.bit;
+        }
+        return bits;
+    }
+
+    /** Whether this fault is in the bit set {@code bits}. */
+    boolean in(int bits) {
+        return (bits & bit) != 0;
+    }
+}

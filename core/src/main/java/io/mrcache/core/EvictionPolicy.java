@@ -1,0 +1,175 @@
+package io.mrcache.core;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.Policy;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Consumer;
+
+/**
+ * Keeps the cache within its {@link Budget} (I5): Caffeine (W-TinyLFU) orders the published regions, weighted by
+ * pinned pages (or one per region when only the count is bounded), and {@link #makeRoom()} evicts the coldest
+ * idle ones until both bounds hold. Never takes a leased region: a victim is retired only through
+ * {@link Region#tryRetireIdle()} (H5).
+ *
+ * <p>Without a budget nothing is ever evicted, so an unbounded cache keeps Caffeine out of hits and misses
+ * altogether. Regions the policy retires are unlinked and deregistered by the thread that made the policy
+ * call, outside every lock ({@link #drainEvicted()}).
+ */
+final class EvictionPolicy {
+    /** Policy weights are in pages of this size, so a weight fits an int. */
+    private static final long WEIGHT_UNIT = 4096;
+
+    private final Budget budget;
+    private final CacheMetrics metrics;
+    private final boolean bounded;
+    private final int faults;
+    /** Moves the regions that are still linked from the index to the retiring index, under the cache's lock. */
+    private final Consumer<List<Region>> unlink;
+    private final Deregistrar deregistrar;
+    private final Cache<Region, Region> policy;
+    private final Policy.Eviction<Region, Region> coldestFirst;
+    /** Regions the policy retired (and whose deregistration it claimed), waiting to be unlinked. */
+    private final ConcurrentLinkedQueue<Region> evicted = new ConcurrentLinkedQueue<>();
+
+    EvictionPolicy(Budget budget, CacheMetrics metrics, int faults, Consumer<List<Region>> unlink,
+            Deregistrar deregistrar) {
+        this.budget = budget;
+        this.metrics = metrics;
+        this.bounded = !budget.equals(Budget.UNLIMITED);
+        this.faults = faults;
+        this.unlink = unlink;
+        this.deregistrar = deregistrar;
+        boolean byBytes = budget.maxPinnedBytes() != Long.MAX_VALUE;
+        long maxWeight = byBytes ? Math.max(1, budget.maxPinnedBytes() / WEIGHT_UNIT)
+                : budget.maxRegions() == Integer.MAX_VALUE ? Long.MAX_VALUE : budget.maxRegions();
+        this.policy = Caffeine.newBuilder()
+                .maximumWeight(maxWeight)
+                .<Region, Region>weigher((k, v) -> byBytes
+                        ? (int) Math.min(Integer.MAX_VALUE, Math.max(1, (k.pinnedBytes + WEIGHT_UNIT - 1) / WEIGHT_UNIT))
+                        : 1)
+                .executor(Runnable::run)
+                .evictionListener((Region k, Region v, RemovalCause cause) -> onPolicyEviction(k, cause))
+                .build();
+        this.coldestFirst = policy.policy().eviction().orElseThrow();
+    }
+
+    /** A region was published. Caffeine may evict here (TinyLFU admission may reject the new region itself). */
+    void published(Region r) {
+        if (bounded) {
+            policy.put(r, r);
+        }
+    }
+
+    /** A region left the index (invalidated, superseded, closed). */
+    void unlinked(Region r) {
+        if (bounded) {
+            policy.invalidate(r);
+        }
+    }
+
+    /** The release of a lease left {@code r} idle: record the access, then restore the budget. */
+    void becameIdle(Region r) {
+        if (!bounded || !r.isIdle()) {
+            return; // without a budget there is no policy to inform and nothing to evict
+        }
+        if (r.droppedByPolicyWhileLeased) { // re-enter now that it is idle
+            r.droppedByPolicyWhileLeased = false;
+            policy.put(r, r);
+            if (!r.isLive()) {
+                policy.invalidate(r);
+            }
+        } else {
+            policy.getIfPresent(r); // records the access
+        }
+        drainEvicted();
+        makeRoom();
+    }
+
+    private void onPolicyEviction(Region r, RemovalCause cause) {
+        if (!cause.wasEvicted()) {
+            return;
+        }
+        if (r.tryRetireIdle() || (CacheFault.EVICT_LEASED.in(faults) && r.isLive() && r.forceRetireForFault())) {
+            evicted.add(r);
+        } else if (r.isLive()) {
+            r.droppedByPolicyWhileLeased = true;
+        }
+    }
+
+    /**
+     * Evicts the policy's coldest idle regions until the cache is within both bounds of the budget. Caffeine
+     * enforces one bound itself at each put; this covers the other, regions that were leased when Caffeine
+     * chose them, and regions whose deregistration failed (they stay pinned, so more must go).
+     *
+     * @return true when the cache is still over budget (every remaining region is leased or quarantined)
+     */
+    boolean makeRoom() {
+        while (budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get())) {
+            long excessBytes = metrics.pinnedBytes.get() - budget.maxPinnedBytes();
+            long excessRegions = metrics.regions.get() - budget.maxRegions();
+            List<Region> victims = coldestFirst.coldest(stream -> {
+                List<Region> picked = new ArrayList<>();
+                long freedBytes = 0;
+                var it = stream.iterator();
+                while (it.hasNext() && (freedBytes < excessBytes || picked.size() < excessRegions)) {
+                    Region r = it.next().getKey();
+                    if (r.isIdle()) {
+                        picked.add(r);
+                        freedBytes += r.pinnedBytes;
+                    }
+                }
+                return picked;
+            });
+            int retired = 0;
+            for (Region r : victims) {
+                if (r.tryRetireIdle()) {
+                    evicted.add(r);
+                    retired++;
+                }
+            }
+            drainEvicted();
+            if (retired == 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Evicts every idle region of {@code regions}; returns how many. */
+    int evictIdle(List<Region> regions) {
+        int n = 0;
+        for (Region r : regions) {
+            if (r.tryRetireIdle()) {
+                evicted.add(r);
+                n++;
+            }
+        }
+        drainEvicted();
+        return n;
+    }
+
+    /** Unlinks and deregisters the regions the policy retired. Outside every lock. */
+    void drainEvicted() {
+        if (evicted.isEmpty()) {
+            return;
+        }
+        List<Region> batch = new ArrayList<>();
+        for (Region r; (r = evicted.poll()) != null;) {
+            batch.add(r);
+        }
+        if (batch.isEmpty()) {
+            return;
+        }
+        unlink.accept(batch);
+        for (Region r : batch) {
+            metrics.increment(CacheCounter.EVICTIONS);
+            unlinked(r);
+            CacheEvents.evicted(r, "budget");
+            deregistrar.deregister(r); // tryRetireIdle won the claim (or, in the broken variant, the forced one)
+        }
+    }
+}
