@@ -25,20 +25,20 @@ final class Deregistrar {
     private final DeregistrationRetry retry;
     private final int faults;
     private final ReentrantLock lock;
-    /** Called under the lock after a successful attempt: unlinks the region from the retiring index. */
-    private final Consumer<Region> forgetUnderLock;
+    /** Called after a successful attempt: unlinks the region from the retiring index (under the lock). */
+    private final Consumer<Region> forget;
     /** Regions whose deregistration failed and that no attempt is running for now. */
     @GuardedBy("lock")
     private final List<Region> quarantine = new ArrayList<>();
 
     Deregistrar(Registrar registrar, CacheMetrics metrics, DeregistrationRetry retry, int faults, ReentrantLock lock,
-            Consumer<Region> forgetUnderLock) {
+            Consumer<Region> forget) {
         this.registrar = registrar;
         this.metrics = metrics;
         this.retry = retry;
         this.faults = faults;
         this.lock = lock;
-        this.forgetUnderLock = forgetUnderLock;
+        this.forget = forget;
     }
 
     /**
@@ -54,12 +54,7 @@ final class Deregistrar {
         }
         if (failure == null) {
             metrics.deregistered(r.pinnedBytes);
-            lock.lock();
-            try {
-                forgetUnderLock.accept(r);
-            } finally {
-                lock.unlock();
-            }
+            forget.accept(r);
             r.deregistration().complete(null);
             return;
         }

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Keeps the cache within its {@link Budget} (I5): Caffeine (W-TinyLFU) orders the published regions, weighted by
@@ -52,7 +53,7 @@ final class EvictionPolicy {
                         ? (int) Math.min(Integer.MAX_VALUE, Math.max(1, (k.pinnedBytes + WEIGHT_UNIT - 1) / WEIGHT_UNIT))
                         : 1)
                 .executor(Runnable::run)
-                .evictionListener((Region k, Region v, RemovalCause cause) -> onPolicyEviction(k, cause))
+                .evictionListener((@Nullable Region k, @Nullable Region v, RemovalCause cause) -> onPolicyEviction(k, cause))
                 .build();
         this.coldestFirst = policy.policy().eviction().orElseThrow();
     }
@@ -83,14 +84,14 @@ final class EvictionPolicy {
                 policy.invalidate(r);
             }
         } else {
-            policy.getIfPresent(r); // records the access
+            var _ = policy.getIfPresent(r); // only to record the access
         }
         drainEvicted();
         makeRoom();
     }
 
-    private void onPolicyEviction(Region r, RemovalCause cause) {
-        if (!cause.wasEvicted()) {
+    private void onPolicyEviction(@Nullable Region r, RemovalCause cause) {
+        if (r == null || !cause.wasEvicted()) { // keys are strong references: never null in practice
             return;
         }
         if (r.tryRetireIdle() || (CacheFault.EVICT_LEASED.in(faults) && r.isLive() && r.forceRetireForFault())) {

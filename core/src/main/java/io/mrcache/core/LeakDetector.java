@@ -2,6 +2,7 @@ package io.mrcache.core;
 
 import java.lang.ref.Cleaner;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Opt-in detection of leases that became unreachable without being released (like Netty's leak detector).
@@ -34,7 +35,7 @@ final class LeakDetector {
         private final int access;
         private final Throwable acquiredAt;
         private volatile boolean released;
-        private Cleaner.Cleanable cleanable;
+        private Cleaner.@Nullable Cleanable cleanable;
 
         private Tracker(Consumer<LeakReport> listener, Runnable onLeak, long address, long length, int access,
                 Throwable acquiredAt) {
@@ -52,7 +53,10 @@ final class LeakDetector {
 
         void released() {
             released = true;
-            cleanable.clean();
+            Cleaner.Cleanable c = cleanable;
+            if (c != null) { // watched right after construction, before the lease is returned
+                c.clean();
+            }
         }
 
         @Override

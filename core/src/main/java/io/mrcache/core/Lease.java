@@ -1,5 +1,7 @@
 package io.mrcache.core;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A hold on a cached registration covering the requested range with at least the requested rights. While
  * it is open the registration is not deregistered (invariant I2); {@link #close()} releases it, once.
@@ -18,11 +20,11 @@ public final class Lease implements AutoCloseable {
     private final long address;
     private final long length;
     /** Non-null only with leak detection on. */
-    private final LeakDetector.Tracker tracker;
+    private final LeakDetector.@Nullable Tracker tracker;
     private boolean released;
 
     Lease(RegistrationCache cache, Region region, int stripe, long address, long length,
-            LeakDetector.Tracker tracker) {
+            LeakDetector.@Nullable Tracker tracker) {
         this.cache = cache;
         this.region = region;
         this.stripe = stripe;

@@ -3,6 +3,7 @@ package io.mrcache.core;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A registration in flight: planned under the index lock, registered outside it, then published or
@@ -94,7 +95,7 @@ final class PendingRegistration {
      * Waits for the owner; null when the result was discarded. Rethrows the owner's failure itself (the same
      * exception object, not a wrapper), so every joiner sees what the owner saw.
      */
-    Region await() {
+    @Nullable Region await() {
         try {
             return outcome.join();
         } catch (CompletionException e) {

@@ -45,10 +45,10 @@ final class Region {
     private static final long LEASE_BITS = 0xFFFF_FFFFL;
     /**
      * A cell's hit half is moved into {@link #harvestedHits} when it reaches this many, so it never wraps: the
-     * one add that reaches it harvests (hits rise by one at a time, so exactly one add does), and the adds
-     * racing it before its subtraction lands have 2^31 of head room.
+     * add that reaches it harvests, and the adds racing it before its subtraction lands have 3 x 2^30 of head
+     * room below 2^32. 2^30 rather than 2^31 keeps the subtrahend (2^30 x 2^32) below the sign bit.
      */
-    static final long HARVEST_AT = 1L << 31;
+    static final long HARVEST_AT = 1L << 30;
 
     /** {@link #tryRetain} and {@link #tryRetainHit} results. */
     static final int NOT_RETAINED = 0;
@@ -226,7 +226,7 @@ final class Region {
     }
 
     /**
-     * Moves a full cell's hits into {@link #harvestedHits}, leaving the lease half untouched. Rare (every 2^31
+     * Moves a full cell's hits into {@link #harvestedHits}, leaving the lease half untouched. Rare (every 2^30
      * hits of a cell). A compare-and-set, so that two threads of one stripe that both saw the threshold
      * harvest once: the second sees the hit half below it and does nothing.
      */

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An immutable interval index: regions sorted by start address, with a running maximum of their ends so
@@ -61,7 +62,7 @@ final class RegionIndex {
     }
 
     /** A live region serving the request, or null. Allocation-free. */
-    Region findServing(long from, long to, int access, boolean widenRemote) {
+    @Nullable Region findServing(long from, long to, int access, boolean widenRemote) {
         // regions[i].start <= from for i <= last; scan left while something can still reach 'to'
         for (int i = lastStartAtOrBefore(from); i >= 0 && maxEnds[i] >= to; i--) {
             if (ends[i] >= to && Region.grants(accesses[i], access, widenRemote) && regions[i].isLive()) {
@@ -76,7 +77,7 @@ final class RegionIndex {
      * lease word (the one cache line threads write) to the compare-and-set that follows, which fails on a
      * retired region anyway.
      */
-    Region findServingUnchecked(long from, long to, int access, boolean widenRemote) {
+    @Nullable Region findServingUnchecked(long from, long to, int access, boolean widenRemote) {
         for (int i = lastStartAtOrBefore(from); i >= 0 && maxEnds[i] >= to; i--) {
             if (ends[i] >= to && Region.grants(accesses[i], access, widenRemote)) {
                 return regions[i];
@@ -115,7 +116,7 @@ final class RegionIndex {
      * {@code System.arraycopy} and recomputes the running maximum only from the first changed position: a
      * miss publishes in well under a microsecond at a thousand regions.
      */
-    RegionIndex with(Region added, Collection<Region> removed) {
+    RegionIndex with(@Nullable Region added, Collection<Region> removed) {
         RegionIndex r = this;
         for (Region gone : removed) {
             r = r.without(gone);

@@ -194,16 +194,24 @@ public final class RegistrationCache implements AutoCloseable {
         Access.validate(access);
         int stripe = Region.stripe();
         Region r = index.findServingUnchecked(address, end, access, widenRemote);
-        int retained = r == null ? Region.NOT_RETAINED : r.tryRetainHit(stripe); // counts the hit in its cell
-        if (retained != Region.RETAINED) {
-            if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) {
-                deferredDeregister(r);
-            }
+        if (r == null || !retainHit(r, stripe)) {
             r = acquireSlow(address, end, access, stripe);
         }
         // the one allocation site: when the caller keeps the lease local, C2 can scalar-replace it
         return leakDetector == null ? new Lease(this, r, stripe, address, length, null)
                 : trackedLease(leakDetector, r, stripe, address, length);
+    }
+
+    /**
+     * Takes a lease on {@code r} and counts the hit in the caller's cell, unless {@code r} is retired or being
+     * evicted; a back-off that released the last lease of a retired region deregisters it here.
+     */
+    private boolean retainHit(Region r, int stripe) {
+        int retained = r.tryRetainHit(stripe);
+        if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) {
+            deferredDeregister(r);
+        }
+        return retained == Region.RETAINED;
     }
 
     /** The miss path; returns the region with one lease taken for the caller on {@code stripe}. */
@@ -220,13 +228,13 @@ public final class RegistrationCache implements AutoCloseable {
                             + (end - address) + ") on a closed RegistrationCache: close() was called; build a new"
                             + " cache");
                 }
-                Region r = index.findServing(address, end, access, widenRemote);
-                int retained = r == null ? Region.NOT_RETAINED : r.tryRetainHit(stripe);
-                if (retained == Region.RETAINED) {
-                    return r;
+                Region hit = index.findServing(address, end, access, widenRemote);
+                int retained = hit == null ? Region.NOT_RETAINED : hit.tryRetainHit(stripe);
+                if (hit != null && retained == Region.RETAINED) {
+                    return hit;
                 }
                 if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) { // raced a retirement that left it to us
-                    backedOff = r;
+                    backedOff = hit;
                 }
                 p = findPending(address, end, access);
                 if (p == null) {
@@ -483,7 +491,7 @@ public final class RegistrationCache implements AutoCloseable {
      * deregistration the caller won and makes outside the lock.
      */
     @GuardedBy("lock")
-    private static List<Region> retireAll(List<Region> gone) {
+    private List<Region> retireAll(List<Region> gone) {
         List<Region> idle = new ArrayList<>(gone.size());
         for (Region r : gone) {
             if (r.retire()) {
@@ -506,11 +514,15 @@ public final class RegistrationCache implements AutoCloseable {
         }
     }
 
-    /** For the deregistrar, under the lock: a region's keys are dead, so it leaves {@link #retiring}. */
-    @GuardedBy("lock")
+    /** For the deregistrar: a region's keys are dead, so it leaves {@link #retiring}. */
     private void forgetDeregistered(Region r) {
-        retiring = retiring.with(null, List.of(r));
-        metrics.add(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
+        lock.lock();
+        try {
+            retiring = retiring.with(null, List.of(r));
+            metrics.add(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**

@@ -2,6 +2,7 @@ package io.mrcache.core;
 
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.IntSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Calls the registrar for a planned registration and recovers what can be recovered: {@code ENOMEM} evicts idle
@@ -114,7 +115,7 @@ final class RegistrationRecovery {
      * Why {@code reg} cannot serve the request or the plan (the request's own range and rights are checked,
      * never only the plan), or null when it can.
      */
-    String wrongResult(PendingRegistration p, long address, long end, int access, Registration reg) {
+    @Nullable String wrongResult(PendingRegistration p, long address, long end, int access, Registration reg) {
         if (reg.address() <= address && reg.end() >= end && reg.address() <= p.start && reg.end() >= p.end
                 && Access.includes(reg.access(), p.access) && Access.includes(reg.access(), access)
                 && reg.length() > 0) {

@@ -79,7 +79,7 @@ class ConcurrentSoakTest {
         volatile boolean stop;
 
         Soak(MergePolicy merge, CacheFault... faults) {
-            Registrar observed = new Registrar() {
+            Registrar observed = new ForwardingRegistrar(registrar) {
                 @Override
                 public Registration register(long address, long length, int access) {
                     long[] snapshot = new long[PAGES + 8];
@@ -89,7 +89,7 @@ class ConcurrentSoakTest {
                     for (int i = 0; i < 200; i++) { // widen the in-flight window (H4)
                         Thread.onSpinWait();
                     }
-                    Registration r = registrar.register(address, length, access);
+                    Registration r = super.register(address, length, access);
                     startedAt.put(r.handle(), snapshot);
                     return r;
                 }
@@ -100,7 +100,7 @@ class ConcurrentSoakTest {
                     if (n != null && n.get() > 0) {
                         violations.add("I2: deregister of " + r + " with " + n.get() + " leases held");
                     }
-                    registrar.deregister(r);
+                    super.deregister(r);
                 }
             };
             cache = RegistrationCache.builder(observed).mergePolicy(merge).budget(new Budget(24 * PAGE, 6))

@@ -10,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.mrcache.core.testing.RecordingRegistrar;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,14 +18,11 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -37,19 +33,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * never completes a stage normally; a refused merge falls back to the request alone; addresses past user
  * space are refused; hit counts never wrap.
  */
-class FailurePathTest {
-    static final long PAGE = 4096;
-    static final long BASE = 0x10_0000;
+class FailurePathTest extends CacheTestSupport {
     static final int EBUSY = 16;
-
-    final RecordingRegistrar registrar = new RecordingRegistrar();
-    final ExecutorService pool = Executors.newCachedThreadPool();
-
-    @AfterEach
-    void shutdown() {
-        pool.shutdownNow();
-        assertTrue(registrar.violations().isEmpty(), () -> "ledger violations: " + registrar.violations());
-    }
 
     RegistrationCache manualRetryCache() {
         return RegistrationCache.builder(registrar).deregistrationRetry(DeregistrationRetry.MANUAL).build();
@@ -69,14 +54,9 @@ class FailurePathTest {
         Throwable thrown = make.get();
         CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch proceed = new CountDownLatch(1);
+        holdFirstRegister(entered, proceed);
         AtomicInteger calls = new AtomicInteger();
-        registrar.duringRegister(() -> {
-            if (calls.getAndIncrement() == 0) {
-                entered.countDown();
-                RegistrationCacheTest.await(proceed);
-            }
-        });
-        registrar.registerThrows((a, l, x) -> calls.get() == 1 ? thrown : null);
+        registrar.registerThrows((a, l, x) -> calls.incrementAndGet() == 1 ? thrown : null);
         RegistrationCache cache = manualRetryCache();
         Future<Lease> owner = pool.submit(() -> cache.acquire(BASE, 4 * PAGE, LOCAL_WRITE));
         assertTrue(entered.await(5, TimeUnit.SECONDS));
@@ -84,7 +64,7 @@ class FailurePathTest {
         for (int i = 0; i < 2; i++) {
             joiners.add(pool.submit(() -> cache.acquire(BASE + PAGE, PAGE, LOCAL_WRITE)));
         }
-        RegistrationCacheTest.waitFor(() -> cache.metrics().get(CacheCounter.SINGLE_FLIGHT_JOINS) == 2);
+        waitFor(() -> cache.metrics().get(CacheCounter.SINGLE_FLIGHT_JOINS) == 2);
         CompletionStage<Void> invalidation = cache.invalidate(BASE, PAGE);
         assertFalse(invalidation.toCompletableFuture().isDone(), "waits for the in-flight registration");
         proceed.countDown();
@@ -109,7 +89,7 @@ class FailurePathTest {
         CountDownLatch proceed = new CountDownLatch(1);
         registrar.duringRegister(() -> {
             entered.countDown();
-            RegistrationCacheTest.await(proceed);
+            await(proceed);
             throw new OutOfMemoryError("simulated");
         });
         RegistrationCache cache = manualRetryCache();
@@ -180,13 +160,7 @@ class FailurePathTest {
     void failedDeregistrationOfADoomedInFlightRegistrationFailsTheStage() throws Exception {
         CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch proceed = new CountDownLatch(1);
-        AtomicInteger calls = new AtomicInteger();
-        registrar.duringRegister(() -> {
-            if (calls.getAndIncrement() == 0) {
-                entered.countDown();
-                RegistrationCacheTest.await(proceed);
-            }
-        });
+        holdFirstRegister(entered, proceed);
         RegistrationCache cache = manualRetryCache();
         Future<Lease> acquiring = pool.submit(() -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
         assertTrue(entered.await(5, TimeUnit.SECONDS));
@@ -232,8 +206,8 @@ class FailurePathTest {
                 : null);
         stageFailure(cache.invalidate(BASE, PAGE).toCompletableFuture());
         CompletableFuture<Void> later = cache.invalidate(BASE, PAGE).toCompletableFuture();
-        RegistrationCacheTest.waitFor(() -> registrar.deregisterCount() == 1); // the key is dead
-        RegistrationCacheTest.waitFor(() -> cache.quarantined().isEmpty());
+        waitFor(() -> registrar.deregisterCount() == 1); // the key is dead
+        waitFor(() -> cache.quarantined().isEmpty());
         assertEquals(4, refusals.get(), "three refusals, then the retry that succeeded");
         assertEquals(3, cache.metrics().get(CacheCounter.DEREGISTRATION_RETRIES));
         try {
@@ -359,16 +333,10 @@ class FailurePathTest {
 
     @Test
     void aRegistrationThatDoesNotCoverTheRequestIsDeregisteredAndTheAcquireFails() {
-        RecordingRegistrar inner = registrar;
-        Registrar shortChanging = new Registrar() {
+        Registrar shortChanging = new ForwardingRegistrar(registrar) {
             @Override
             public Registration register(long address, long length, int access) {
-                return inner.register(address, length - 1, access); // one byte short
-            }
-
-            @Override
-            public void deregister(Registration registration) {
-                inner.deregister(registration);
+                return super.register(address, length - 1, access); // one byte short
             }
         };
         try (RegistrationCache cache = RegistrationCache.builder(shortChanging).build()) {

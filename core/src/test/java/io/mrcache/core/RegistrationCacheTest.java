@@ -11,32 +11,21 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.mrcache.core.testing.RecordingRegistrar;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-class RegistrationCacheTest {
-    static final long KB = 1024;
-    static final long PAGE = 4096;
-    static final long BASE = 0x10_0000;
-
-    final RecordingRegistrar registrar = new RecordingRegistrar();
-    final ExecutorService pool = Executors.newCachedThreadPool();
-
-    @AfterEach
-    void shutdown() {
-        pool.shutdownNow();
-        assertTrue(registrar.violations().isEmpty(), () -> "ledger violations: " + registrar.violations());
-    }
+/**
+ * Each behaviour of the cache against the recording registrar, one test each: hits and misses, invalidation,
+ * merging and access, eviction, ENOMEM, close, bad input, leaks. Long because it is a catalogue; the failure
+ * paths live in {@link FailurePathTest}.
+ */
+class RegistrationCacheTest extends CacheTestSupport {
 
     RegistrationCache cache() {
         return RegistrationCache.builder(registrar).build();
@@ -204,13 +193,7 @@ class RegistrationCacheTest {
     void registrationInFlightDuringAnOverlappingInvalidateIsNeverPublished() throws Exception {
         CountDownLatch entered = new CountDownLatch(1);
         CountDownLatch proceed = new CountDownLatch(1);
-        AtomicInteger calls = new AtomicInteger();
-        registrar.duringRegister(() -> {
-            if (calls.getAndIncrement() == 0) {
-                entered.countDown();
-                await(proceed);
-            }
-        });
+        holdFirstRegister(entered, proceed);
         try (RegistrationCache cache = cache()) {
             Future<Lease> acquiring = pool.submit(() -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
             assertTrue(entered.await(5, TimeUnit.SECONDS));
@@ -560,28 +543,5 @@ class RegistrationCacheTest {
 
     private static void leakOne(RegistrationCache cache) {
         cache.acquire(BASE, PAGE, LOCAL_READ);
-    }
-
-    // ---------------------------------------------------------------- helpers
-
-    static void await(CountDownLatch latch) {
-        try {
-            if (!latch.await(10, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("latch timed out");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
-    }
-
-    static void waitFor(java.util.function.BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("condition not reached in 5 s");
-            }
-            Thread.sleep(1);
-        }
     }
 }

@@ -1,5 +1,6 @@
 package io.mrcache.verbs;
 
+
 import io.mrcache.core.RegistrationException;
 
 /** A native call that failed, with its errno and the errno's name. */

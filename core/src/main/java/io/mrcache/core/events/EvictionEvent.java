@@ -18,5 +18,5 @@ public final class EvictionEvent extends jdk.jfr.Event {
     @DataAmount
     public long length;
     @Label("Reason")
-    public String reason;
+    public String reason = "";
 }

@@ -18,8 +18,8 @@ public final class RegistrationEvent extends jdk.jfr.Event {
     @DataAmount
     public long length;
     @Label("Access")
-    public String access;
+    public String access = "";
     @Label("Outcome")
     @Description("published, discarded (an invalidation overlapped it), or failed")
-    public String outcome;
+    public String outcome = "";
 }

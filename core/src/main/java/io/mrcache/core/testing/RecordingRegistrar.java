@@ -11,6 +11,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An in-memory {@link Registrar} that pins nothing and records every register and deregister, for tests of
@@ -38,7 +39,7 @@ public final class RecordingRegistrar implements Registrar {
     /** Decides whether a register call throws; returns null to go on, or what to throw (any throwable). */
     @FunctionalInterface
     public interface RegisterThrower {
-        Throwable throwableFor(long address, long length, int access);
+        @Nullable Throwable throwableFor(long address, long length, int access);
     }
 
     /**
@@ -47,7 +48,7 @@ public final class RecordingRegistrar implements Registrar {
      */
     @FunctionalInterface
     public interface DeregisterFailureInjector {
-        Throwable failureFor(Registration registration);
+        @Nullable Throwable failureFor(Registration registration);
     }
 
     private final long protectionDomain;

@@ -1,5 +1,6 @@
 package io.mrcache.verbs.hooks;
 
+import com.google.errorprone.annotations.MustBeClosed;
 import io.mrcache.core.DeregistrationException;
 import io.mrcache.core.Registration;
 import io.mrcache.core.RegistrationCache;
@@ -34,11 +35,15 @@ public final class InvalidatingArena implements Arena {
     }
 
     /** A shared arena (any thread may allocate and close) bound to {@code cache}. */
+    @MustBeClosed
+    @SuppressWarnings("MustBeClosedChecker") // the new arena is handed to the InvalidatingArena, whose close closes it
     public static InvalidatingArena ofShared(RegistrationCache cache) {
         return new InvalidatingArena(Arena.ofShared(), cache);
     }
 
     /** A confined arena bound to {@code cache}. */
+    @MustBeClosed
+    @SuppressWarnings("MustBeClosedChecker") // the new arena is handed to the InvalidatingArena, whose close closes it
     public static InvalidatingArena ofConfined(RegistrationCache cache) {
         return new InvalidatingArena(Arena.ofConfined(), cache);
     }

@@ -1,7 +1,7 @@
 package io.mrcache.verbs.hooks;
 
 import io.mrcache.core.Budget;
-import io.mrcache.verbs.Libc;
+import io.mrcache.verbs.internal.Libc;
 
 /**
  * {@code RLIMIT_MEMLOCK}, read with {@code getrlimit}: the most a process without {@code CAP_IPC_LOCK} may

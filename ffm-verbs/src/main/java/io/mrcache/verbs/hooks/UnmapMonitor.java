@@ -4,8 +4,8 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.mrcache.verbs.Errno;
-import io.mrcache.verbs.Libc;
 import io.mrcache.verbs.NativeException;
+import io.mrcache.verbs.internal.Libc;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;

@@ -1,53 +1,39 @@
 package io.mrcache.verbs.hooks;
 
+import io.mrcache.core.ForwardingRegistrar;
 import io.mrcache.core.Registrar;
 import io.mrcache.core.Registration;
 import io.mrcache.verbs.Errno;
 import io.mrcache.verbs.NativeException;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A {@link Registrar} decorator that hands each registered range to an {@link UnmapMonitor}, so that an
  * unmap of cached memory reaches the cache as an invalidation. Ranges the monitor cannot watch (not
  * anonymous private memory: EINVAL) are registered anyway, and counted.
  */
-public final class UnmapWatchingRegistrar implements Registrar {
-    private final Registrar delegate;
+public final class UnmapWatchingRegistrar extends ForwardingRegistrar {
     private final UnmapMonitor monitor;
-    private final java.util.concurrent.atomic.AtomicLong unwatchable = new java.util.concurrent.atomic.AtomicLong();
+    private final AtomicLong unwatchable = new AtomicLong();
 
     public UnmapWatchingRegistrar(Registrar delegate, UnmapMonitor monitor) {
-        this.delegate = delegate;
+        super(delegate);
         this.monitor = monitor;
     }
 
     @Override
     public Registration register(long address, long length, int access) {
-        Registration r = delegate.register(address, length, access);
+        Registration r = super.register(address, length, access);
         try {
             monitor.watch(address, length);
         } catch (NativeException e) {
             if (e.errno() != Errno.EINVAL) {
-                delegate.deregister(r);
+                super.deregister(r);
                 throw e;
             }
             unwatchable.incrementAndGet();
         }
         return r;
-    }
-
-    @Override
-    public void deregister(Registration registration) {
-        delegate.deregister(registration);
-    }
-
-    @Override
-    public long protectionDomain() {
-        return delegate.protectionDomain();
-    }
-
-    @Override
-    public long memlockLimit() {
-        return delegate.memlockLimit();
     }
 
     /** Registrations whose range the monitor could not watch. */

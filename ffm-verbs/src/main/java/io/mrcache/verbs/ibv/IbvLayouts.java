@@ -14,7 +14,7 @@ import java.lang.invoke.VarHandle;
  * The {@code libibverbs} structs mrcache reads, defined once, verified against {@code <infiniband/verbs.h>}
  * by {@code IbvLayoutsTest} (which compiles a C program printing {@code offsetof}/{@code sizeof}).
  */
-public final class IbvLayouts {
+final class IbvLayouts {
     private IbvLayouts() {
     }
 

@@ -5,8 +5,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.mrcache.verbs.Errno;
-import io.mrcache.verbs.NativeCall;
 import io.mrcache.verbs.NativeException;
+import io.mrcache.verbs.internal.NativeCall;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -16,6 +16,7 @@ import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@code libibverbs.so.1} through the FFM API (no JNI): device list, device open/query, protection domains,
@@ -49,10 +50,11 @@ public final class Verbs {
     private final MethodHandle regMr;
     private final MethodHandle deregMr;
     private final MethodHandle forkInit;
-    private final MethodHandle isForkInitialized;
+    /** Null where the library does not export it. */
+    private final @Nullable MethodHandle isForkInitialized;
     /** Optional entry points, bound on first use (older libraries lack them). */
-    private volatile MethodHandle regMrIova2;
-    private volatile MethodHandle regDmabufMr;
+    private volatile @Nullable MethodHandle regMrIova2;
+    private volatile @Nullable MethodHandle regDmabufMr;
 
     private Verbs(SymbolLookup lookup) {
         this.lookup = lookup;
@@ -120,7 +122,7 @@ public final class Verbs {
             for (MemorySegment d : devices) {
                 names.add(name(d));
             }
-            return null;
+            return names;
         });
         return names;
     }

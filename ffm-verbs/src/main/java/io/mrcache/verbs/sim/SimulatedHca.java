@@ -4,8 +4,8 @@ import io.mrcache.core.Access;
 import io.mrcache.core.Registration;
 import io.mrcache.core.RegistrationException;
 import io.mrcache.verbs.Errno;
-import io.mrcache.verbs.Libc;
 import io.mrcache.verbs.NativeException;
+import io.mrcache.verbs.internal.Libc;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.HashMap;
@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A host channel adapter in software: protection domains, memory registration that really pins pages
@@ -253,7 +254,7 @@ public final class SimulatedHca {
         }
     }
 
-    private Mr slot(int key) {
+    private @Nullable Mr slot(int key) {
         int slot = key >>> 8;
         if (slot <= 0 || slot >= MAX_SLOTS) {
             return null;

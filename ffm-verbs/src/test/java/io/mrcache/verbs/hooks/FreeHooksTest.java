@@ -5,9 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mrcache.core.Access;
+import io.mrcache.core.ForwardingRegistrar;
 import io.mrcache.core.Lease;
+import io.mrcache.core.Registration;
 import io.mrcache.core.RegistrationCache;
-import io.mrcache.verbs.Libc;
+import io.mrcache.core.RegistrationException;
+import io.mrcache.verbs.internal.Libc;
 import io.mrcache.verbs.sim.SimulatedHca;
 import io.mrcache.verbs.sim.SimulatedRegistrar;
 import java.lang.foreign.Arena;
@@ -52,16 +55,11 @@ class FreeHooksTest {
     @Test
     void arenaCloseCompletesTheInvalidationBeforeFreeingTheMemory() throws Exception {
         List<String> log = new CopyOnWriteArrayList<>();
-        RegistrationCache cache = RegistrationCache.builder(new io.mrcache.core.Registrar() {
+        RegistrationCache cache = RegistrationCache.builder(new ForwardingRegistrar(registrar) {
             @Override
-            public io.mrcache.core.Registration register(long a, long l, int x) {
-                return registrar.register(a, l, x);
-            }
-
-            @Override
-            public void deregister(io.mrcache.core.Registration r) {
+            public void deregister(Registration r) {
                 log.add("deregister");
-                registrar.deregister(r);
+                super.deregister(r);
             }
         }).build();
         InvalidatingArena arena = new InvalidatingArena(new OrderedArena(log), cache);
@@ -82,18 +80,13 @@ class FreeHooksTest {
     void arenaCloseNeverFreesMemoryAKeyStillCovers() {
         List<String> log = new CopyOnWriteArrayList<>();
         java.util.concurrent.atomic.AtomicBoolean refuse = new java.util.concurrent.atomic.AtomicBoolean(true);
-        RegistrationCache cache = RegistrationCache.builder(new io.mrcache.core.Registrar() {
+        RegistrationCache cache = RegistrationCache.builder(new ForwardingRegistrar(registrar) {
             @Override
-            public io.mrcache.core.Registration register(long a, long l, int x) {
-                return registrar.register(a, l, x);
-            }
-
-            @Override
-            public void deregister(io.mrcache.core.Registration r) {
+            public void deregister(Registration r) {
                 if (refuse.get()) { // ibv_dereg_mr fails with EBUSY while a memory window is bound
-                    throw new io.mrcache.core.RegistrationException("ibv_dereg_mr: EBUSY", 16);
+                    throw new RegistrationException("ibv_dereg_mr: EBUSY", 16);
                 }
-                registrar.deregister(r);
+                super.deregister(r);
             }
         }).deregistrationRetry(io.mrcache.core.DeregistrationRetry.MANUAL).build();
         InvalidatingArena arena = new InvalidatingArena(new OrderedArena(log), cache);
@@ -129,7 +122,7 @@ class FreeHooksTest {
 
     @Test
     void theDefaultCacheBudgetIsThreeQuartersOfMemlock() {
-        io.mrcache.verbs.DefaultRegistrar chosen = io.mrcache.verbs.DefaultRegistrar.choose();
+        io.mrcache.verbs.registrar.DefaultRegistrar chosen = io.mrcache.verbs.registrar.DefaultRegistrar.choose();
         MemlockLimit limit = MemlockLimit.read();
         try (RegistrationCache cache = chosen.cacheBuilder().build()) {
             long expected = limit.unlimited() ? Long.MAX_VALUE : Math.max(4096, (long) (limit.soft() * 0.75));

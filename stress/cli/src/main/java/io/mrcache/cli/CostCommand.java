@@ -1,21 +1,21 @@
 package io.mrcache.cli;
 
-import io.mrcache.core.cost.ChartSvg;
+import io.mrcache.cli.cost.ChartSvg;
+import io.mrcache.cli.cost.RegistrationCalibrator;
 import io.mrcache.core.cost.NetworkModel;
 import io.mrcache.core.cost.RegistrationCostModel;
 import io.mrcache.core.cost.Savings;
-import io.mrcache.verbs.DefaultRegistrar;
-import io.mrcache.verbs.RegistrationCalibrator;
+import io.mrcache.verbs.registrar.DefaultRegistrar;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine;
 
 /** The message-time model and what caching registrations saves. */
 @Command(name = "cost", mixinStandardHelpOptions = true, sortOptions = false,

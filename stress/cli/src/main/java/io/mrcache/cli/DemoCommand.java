@@ -1,5 +1,6 @@
 package io.mrcache.cli;
 
+import io.mrcache.cli.cost.RegistrationCalibrator;
 import io.mrcache.core.MetricsSnapshot;
 import io.mrcache.core.cost.NetworkModel;
 import io.mrcache.core.cost.RegistrationCostModel;
@@ -10,7 +11,6 @@ import io.mrcache.stress.injector.Fault;
 import io.mrcache.stress.injector.InjectorConfig;
 import io.mrcache.stress.injector.InjectorReport;
 import io.mrcache.stress.injector.MrcacheUnderTest;
-import io.mrcache.verbs.RegistrationCalibrator;
 import io.mrcache.verbs.sim.SimulatedHca;
 import io.mrcache.verbs.sim.SimulatedRegistrar;
 import java.util.ArrayList;
@@ -19,11 +19,11 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.ToLongFunction;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine;
 
 /**
  * The main job: the address-reuse fault injector runs a naive cache (no invalidation) and mrcache on the same

@@ -1,25 +1,26 @@
 package io.mrcache.cli;
 
+import io.mrcache.cli.cost.RegistrationCalibrator;
 import io.mrcache.core.Access;
 import io.mrcache.core.Budget;
+import io.mrcache.core.ForwardingRegistrar;
 import io.mrcache.core.Lease;
 import io.mrcache.core.MetricsSnapshot;
-import io.mrcache.core.RegistrationCache;
 import io.mrcache.core.Registrar;
 import io.mrcache.core.Registration;
+import io.mrcache.core.RegistrationCache;
 import io.mrcache.core.cost.NetworkModel;
 import io.mrcache.core.cost.RegistrationCostModel;
 import io.mrcache.core.cost.Savings;
-import io.mrcache.verbs.DefaultRegistrar;
-import io.mrcache.verbs.RegistrationCalibrator;
-import java.lang.foreign.Arena;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
+import io.mrcache.verbs.registrar.DefaultRegistrar;
 import java.io.PrintStream;
+import java.lang.foreign.Arena;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -149,14 +150,13 @@ final class TourCommand implements Callable<Integer> {
     }
 
     /** Passes calls through, counting them; can hold the next register call to stage a race. */
-    static final class PausableRegistrar implements Registrar {
-        private final Registrar delegate;
+    static final class PausableRegistrar extends ForwardingRegistrar {
         final AtomicLong registered = new AtomicLong();
         final AtomicLong deregistered = new AtomicLong();
         private final AtomicReference<CountDownLatch[]> pause = new AtomicReference<>();
 
         PausableRegistrar(Registrar delegate) {
-            this.delegate = delegate;
+            super(delegate);
         }
 
         void pauseNext(CountDownLatch entered, CountDownLatch proceed) {
@@ -170,25 +170,15 @@ final class TourCommand implements Callable<Integer> {
                 p[0].countDown();
                 await(p[1]);
             }
-            Registration r = delegate.register(address, length, access);
+            Registration r = super.register(address, length, access);
             registered.incrementAndGet();
             return r;
         }
 
         @Override
         public void deregister(Registration registration) {
-            delegate.deregister(registration);
+            super.deregister(registration);
             deregistered.incrementAndGet();
-        }
-
-        @Override
-        public long protectionDomain() {
-            return delegate.protectionDomain();
-        }
-
-        @Override
-        public long memlockLimit() {
-            return delegate.memlockLimit();
         }
     }
 

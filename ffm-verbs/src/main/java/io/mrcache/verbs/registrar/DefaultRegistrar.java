@@ -1,4 +1,4 @@
-package io.mrcache.verbs;
+package io.mrcache.verbs.registrar;
 
 import io.mrcache.core.Budget;
 import io.mrcache.core.Registrar;

@@ -1,5 +1,6 @@
-package io.mrcache.core.cost;
+package io.mrcache.cli.cost;
 
+import io.mrcache.core.cost.Savings;
 import java.util.List;
 import java.util.Locale;
 

@@ -1,5 +1,6 @@
-package io.mrcache.verbs;
+package io.mrcache.verbs.internal;
 
+import io.mrcache.verbs.NativeException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -8,6 +9,7 @@ import java.lang.foreign.StructLayout;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
+import java.util.function.Supplier;
 
 /**
  * Looks up native functions once and calls them with errno captured per call.
@@ -55,6 +57,32 @@ public final class NativeCall {
     private static MemorySegment find(SymbolLookup lookup, String library, String pkg, String symbol) {
         return lookup.find(symbol).orElseThrow(() -> new UnsatisfiedLinkError("symbol " + symbol + " not found in "
                 + library + " (provided by the Debian package " + pkg + "; a version too old may lack it)"));
+    }
+
+    /** One downcall given its errno buffer; returns the C result as a long (a pointer as its address). */
+    @FunctionalInterface
+    public interface Downcall {
+        long call(MemorySegment errno) throws Throwable;
+    }
+
+    /**
+     * Makes {@code call} with an errno buffer of its own and returns its result; the one check-and-throw of
+     * every call whose failure is C's -1 (an int, a long or {@code MAP_FAILED}).
+     *
+     * @param what names the call and its arguments in the error; built only on failure
+     * @throws NativeException with the call's errno when it returned -1
+     */
+    public static long checked(Supplier<String> what, Downcall call) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = errnoBuffer(arena);
+            long rc = call.call(errno);
+            if (rc == -1) {
+                throw new NativeException(what.get(), errno(errno));
+            }
+            return rc;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
     }
 
     /** Rethrows what a downcall threw; a MethodHandle invocation declares Throwable. */

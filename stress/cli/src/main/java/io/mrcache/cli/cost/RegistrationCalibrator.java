@@ -1,10 +1,11 @@
-package io.mrcache.verbs;
+package io.mrcache.cli.cost;
 
 import io.mrcache.core.Access;
 import io.mrcache.core.Registrar;
 import io.mrcache.core.Registration;
 import io.mrcache.core.cost.LinearCost;
 import io.mrcache.core.cost.RegistrationCostModel;
+import io.mrcache.verbs.internal.Libc;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;

@@ -1,9 +1,10 @@
-package io.mrcache.verbs;
+package io.mrcache.verbs.internal;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import io.mrcache.verbs.NativeException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -101,17 +102,9 @@ public final class Libc {
 
     /** An anonymous private read-write mapping of {@code length} bytes; returns its address. */
     public static long mmapAnonymous(long length) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = NativeCall.errnoBuffer(arena);
-            MemorySegment p = (MemorySegment) MMAP.invokeExact(errno, MemorySegment.NULL, length,
-                    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
-            if (p.address() == -1L) {
-                throw new NativeException("mmap(" + length + " bytes)", NativeCall.errno(errno));
-            }
-            return p.address();
-        } catch (Throwable t) {
-            throw NativeCall.rethrow(t);
-        }
+        return NativeCall.checked(() -> "mmap(" + length + " bytes)",
+                errno -> ((MemorySegment) MMAP.invokeExact(errno, MemorySegment.NULL, length, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L)).address());
     }
 
     public static void munmap(long address, long length) {
@@ -119,57 +112,24 @@ public final class Libc {
     }
 
     public static void madvise(long address, long length, int advice) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = NativeCall.errnoBuffer(arena);
-            int rc = (int) MADVISE.invokeExact(errno, MemorySegment.ofAddress(address), length, advice);
-            if (rc != 0) {
-                throw new NativeException("madvise(0x" + Long.toHexString(address) + ", " + length + ", " + advice
-                        + ")", NativeCall.errno(errno));
-            }
-        } catch (Throwable t) {
-            throw NativeCall.rethrow(t);
-        }
+        NativeCall.checked(() -> "madvise(0x" + Long.toHexString(address) + ", " + length + ", " + advice + ")",
+                errno -> (int) MADVISE.invokeExact(errno, MemorySegment.ofAddress(address), length, advice));
     }
 
     /** {@code mremap}; with {@link #MREMAP_FIXED} the mapping moves to {@code newAddress}. Returns the new address. */
     public static long mremap(long oldAddress, long oldSize, long newSize, int flags, long newAddress) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = NativeCall.errnoBuffer(arena);
-            MemorySegment p = (MemorySegment) MREMAP.invokeExact(errno, MemorySegment.ofAddress(oldAddress), oldSize,
-                    newSize, flags, MemorySegment.ofAddress(newAddress));
-            if (p.address() == -1L) {
-                throw new NativeException("mremap(0x" + Long.toHexString(oldAddress) + ")", NativeCall.errno(errno));
-            }
-            return p.address();
-        } catch (Throwable t) {
-            throw NativeCall.rethrow(t);
-        }
+        return NativeCall.checked(() -> "mremap(0x" + Long.toHexString(oldAddress) + ")",
+                errno -> ((MemorySegment) MREMAP.invokeExact(errno, MemorySegment.ofAddress(oldAddress), oldSize,
+                        newSize, flags, MemorySegment.ofAddress(newAddress))).address());
     }
 
     /** {@code syscall(number, arg)} returning the result; throws on -1. */
     public static long syscall(String name, long number, int arg) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = NativeCall.errnoBuffer(arena);
-            long rc = (long) SYSCALL1.invokeExact(errno, number, arg);
-            if (rc == -1) {
-                throw new NativeException(name, NativeCall.errno(errno));
-            }
-            return rc;
-        } catch (Throwable t) {
-            throw NativeCall.rethrow(t);
-        }
+        return NativeCall.checked(() -> name, errno -> (long) SYSCALL1.invokeExact(errno, number, arg));
     }
 
     public static void ioctl(String name, int fd, long request, MemorySegment arg) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = NativeCall.errnoBuffer(arena);
-            int rc = (int) IOCTL.invokeExact(errno, fd, request, arg);
-            if (rc == -1) {
-                throw new NativeException(name, NativeCall.errno(errno));
-            }
-        } catch (Throwable t) {
-            throw NativeCall.rethrow(t);
-        }
+        NativeCall.checked(() -> name, errno -> (int) IOCTL.invokeExact(errno, fd, request, arg));
     }
 
     /** {@code read(fd, buf, buf.byteSize())}; returns bytes read, or -errno (EAGAIN, EINTR) without throwing. */
@@ -205,27 +165,11 @@ public final class Libc {
     }
 
     public static void close(int fd) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = NativeCall.errnoBuffer(arena);
-            int rc = (int) CLOSE.invokeExact(errno, fd);
-            if (rc != 0) {
-                throw new NativeException("close(" + fd + ")", NativeCall.errno(errno));
-            }
-        } catch (Throwable t) {
-            throw NativeCall.rethrow(t);
-        }
+        NativeCall.checked(() -> "close(" + fd + ")", errno -> (int) CLOSE.invokeExact(errno, fd));
     }
 
     private static void call(String name, MethodHandle h, long address, long length) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = NativeCall.errnoBuffer(arena);
-            int rc = (int) h.invokeExact(errno, MemorySegment.ofAddress(address), length);
-            if (rc != 0) {
-                throw new NativeException(name + "(0x" + Long.toHexString(address) + ", " + length + ")",
-                        NativeCall.errno(errno));
-            }
-        } catch (Throwable t) {
-            throw NativeCall.rethrow(t);
-        }
+        NativeCall.checked(() -> name + "(0x" + Long.toHexString(address) + ", " + length + ")",
+                errno -> (int) h.invokeExact(errno, MemorySegment.ofAddress(address), length));
     }
 }
