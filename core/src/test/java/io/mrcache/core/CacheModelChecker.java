@@ -21,6 +21,9 @@ import java.util.concurrent.CompletionStage;
  * throwable, ENOMEM, read-only pages that refuse widened (merged or upgraded) registrations, and deregister
  * failing. The cache retries quarantined deregistrations only when the sequence says so ({@code retry}).
  *
+ * <p>Long because the reference model, the failing registrar and the checks of every invariant belong
+ * together: splitting them would scatter one argument over several files.
+ *
  * <p>A sequence is generated from a seed, so the seed replays it; a failing sequence is shrunk by removing
  * operations while it still fails.
  */

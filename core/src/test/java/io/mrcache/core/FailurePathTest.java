@@ -31,7 +31,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Every way a registrar, the kernel or a caller can fail, and what the caller sees: the in-flight entry is
  * removed whatever {@code register} throws; a failed deregistration keeps its registration quarantined and
  * never completes a stage normally; a refused merge falls back to the request alone; addresses past user
- * space are refused; hit counts never wrap.
+ * space are refused; hit counts never wrap. One catalogue of every failure, hence its length.
  */
 class FailurePathTest extends CacheTestSupport {
     static final int EBUSY = 16;
