@@ -2,10 +2,11 @@ package io.mrcache.core;
 
 /**
  * Deliberate bugs, each switching one safety step of {@link RegistrationCache} off, so that the model test, the
- * soak, the jcstress races and the injector can show that they catch it. Package-private, and reachable only
- * through the package-private {@code RegistrationCache.Builder.faults}: no user can turn one on.
+ * soak, the jcstress races and the address-reuse injector can show that they catch it. FOR PROOFS ONLY: a cache
+ * built with {@link RegistrationCache.Builder#withDeliberateBug} is unsafe by construction. Public so that the
+ * proofs outside this package (the injector, the jcstress races) can build the broken variants they must catch.
  */
-enum CacheFault {
+public enum CacheFault {
     /** H4: publish an in-flight registration even when an overlapping invalidation doomed it. */
     PUBLISH_DOOMED,
     /** H1: invalidate does not unlink overlapping regions. */

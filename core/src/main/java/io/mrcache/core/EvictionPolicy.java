@@ -97,6 +97,7 @@ final class EvictionPolicy {
         if (r.tryRetireIdle() || (CacheFault.EVICT_LEASED.in(faults) && r.isLive() && r.forceRetireForFault())) {
             evicted.add(r);
         } else if (r.isLive()) {
+            metrics.increment(CacheCounter.EVICTIONS_WITHDRAWN);
             r.droppedByPolicyWhileLeased = true;
         }
     }
@@ -130,6 +131,8 @@ final class EvictionPolicy {
                 if (r.tryRetireIdle()) {
                     evicted.add(r);
                     retired++;
+                } else if (r.isLive()) {
+                    metrics.increment(CacheCounter.EVICTIONS_WITHDRAWN); // leased since it was picked
                 }
             }
             drainEvicted();

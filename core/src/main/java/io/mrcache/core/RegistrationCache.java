@@ -750,10 +750,18 @@ public final class RegistrationCache implements AutoCloseable {
             return this;
         }
 
-        /** Test seam: enables deliberate bugs ({@link CacheFault}). Package-private on purpose. */
+        /** Test seam: enables deliberate bugs ({@link CacheFault}). */
         Builder faults(CacheFault... enabled) {
             faults |= CacheFault.bits(enabled);
             return this;
+        }
+
+        /**
+         * FOR PROOFS ONLY: builds a cache with one safety step switched off ({@link CacheFault}), so that a test
+         * can show it catches the bug. The cache is unsafe: never use it to register memory a NIC touches.
+         */
+        public Builder withDeliberateBug(CacheFault bug) {
+            return faults(Objects.requireNonNull(bug, "bug"));
         }
 
         public RegistrationCache build() {

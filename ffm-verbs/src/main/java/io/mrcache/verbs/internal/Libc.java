@@ -23,6 +23,7 @@ public final class Libc {
     public static final int PROT_WRITE = 2;
     public static final int MAP_PRIVATE = 0x02;
     public static final int MAP_ANONYMOUS = 0x20;
+    public static final int MAP_FIXED = 0x10;
     public static final int MADV_DONTNEED = 4;
     public static final int MREMAP_MAYMOVE = 1;
     public static final int MREMAP_FIXED = 2;
@@ -105,6 +106,13 @@ public final class Libc {
         return NativeCall.checked(() -> "mmap(" + length + " bytes)",
                 errno -> ((MemorySegment) MMAP.invokeExact(errno, MemorySegment.NULL, length, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L)).address());
+    }
+
+    /** A new anonymous mapping exactly at {@code address} (MAP_FIXED): the addresses get new pages. */
+    public static long mmapAnonymousAt(long address, long length) {
+        return NativeCall.checked(() -> "mmap(0x" + Long.toHexString(address) + ", " + length + " bytes, MAP_FIXED)",
+                errno -> ((MemorySegment) MMAP.invokeExact(errno, MemorySegment.ofAddress(address), length,
+                        PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0L)).address());
     }
 
     public static void munmap(long address, long length) {

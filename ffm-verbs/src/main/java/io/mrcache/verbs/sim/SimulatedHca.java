@@ -67,6 +67,7 @@ public final class SimulatedHca {
     private final Map<Long, Integer> pinsPerPage = new HashMap<>(); // guarded by pinLock
     private final Object pinLock = new Object();
     private volatile boolean pinningRefused;
+    private volatile boolean pinning = true;
     private final AtomicLong pinnedBytes = new AtomicLong();
     private final AtomicLong registeredBytes = new AtomicLong();
     private final AtomicLong registrations = new AtomicLong();
@@ -91,6 +92,16 @@ public final class SimulatedHca {
 
     public long memlockLimit() {
         return memlockLimit == Long.MAX_VALUE ? -1 : memlockLimit;
+    }
+
+    /**
+     * Accounts pinned pages without calling {@code mlock} (for long soak runs, where {@code mlock} bounds the
+     * rate): keys, range and rights checks and the accounting are unchanged; only the kernel's pinning is left
+     * out.
+     */
+    public SimulatedHca accountOnly() {
+        this.pinning = false;
+        return this;
     }
 
     public SimulatedHca warnings(Consumer<String> listener) {
@@ -332,7 +343,7 @@ public final class SimulatedHca {
     }
 
     private void mlock(long address, long length) {
-        if (pinningRefused) {
+        if (pinningRefused || !pinning) {
             return;
         }
         try {
@@ -350,7 +361,7 @@ public final class SimulatedHca {
     }
 
     private void munlock(long address, long length) {
-        if (!pinningRefused) {
+        if (!pinningRefused && pinning) {
             try {
                 Libc.munlock(address, length);
             } catch (NativeException e) {

@@ -6,7 +6,8 @@ import picocli.CommandLine.Command;
 /** The {@code mrcache} command line. */
 @Command(name = "mrcache", mixinStandardHelpOptions = true, version = "mrcache 0.1.0",
         description = "A safe, fast RDMA memory-registration cache for JVM transports.",
-        subcommands = {DemoCommand.class, TourCommand.class, CostCommand.class, BenchCommand.class, DevicesCommand.class},
+        subcommands = {DemoCommand.class, SoakCommand.class, TourCommand.class, CostCommand.class, BenchCommand.class,
+            DevicesCommand.class},
         footer = {"", "Run './mrcache <command> --help' for a command's options."})
 public final class Main implements Runnable {
 

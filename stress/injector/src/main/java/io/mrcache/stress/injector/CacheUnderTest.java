@@ -1,5 +1,6 @@
 package io.mrcache.stress.injector;
 
+import java.util.Map;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -7,8 +8,9 @@ import java.util.concurrent.CompletionStage;
  * your own cache (or invalidation logic) and hand it to {@link AddressReuseInjector} to stress-test it.
  *
  * <p>The injector calls {@link #acquire} before the NIC uses a buffer's keys, {@link #release} after, and
- * {@link #free} as the allocator's free hook; in safe mode the allocator reuses the range only after the
- * returned stage completes. The registrar to use is passed to the factory that builds the cache.
+ * {@link #free} as the allocator's free hook: the allocator reuses the range only after the returned stage
+ * completes normally (an exceptional completion means a key may still be live; the injector announces the
+ * free again later). The registrar to use is passed to the factory that builds the cache.
  */
 public interface CacheUnderTest extends AutoCloseable {
 
@@ -26,11 +28,13 @@ public interface CacheUnderTest extends AutoCloseable {
 
     void release(Handle handle);
 
-    /** The free hook: the range is about to be freed. Reuse waits for the stage (safe mode). */
+    /** The free hook: the range is freed. The allocator reuses it only when the stage completes normally. */
     CompletionStage<Void> free(long address, long length);
 
-    /** Whether {@link #free} really invalidates (the injector's generation check needs it). */
-    boolean invalidates();
+    /** How often the cache met each hazard, by the names the injector prints; empty when it cannot say. */
+    default Map<String, Long> coverage() {
+        return Map.of();
+    }
 
     /** Deregisters everything still registered. */
     @Override

@@ -11,11 +11,13 @@ public enum Fault {
     DELAYED_HOOKS("delayed-hooks"),
     /** 5% of free hooks are lost: the cache's precondition is broken (see the generation check). */
     DROP_HOOKS("drop-hooks"),
-    /** Each registration takes 20 us more, widening the register-vs-free race (H4). */
+    /** Each registration takes 20 us more, widening the register-vs-free race (H4) and single flight. */
     SLOW_REGISTRATION("slow-registration"),
     /** 2% of registrations fail with ENOMEM. */
     FAILING_REGISTRATION("failing-registration"),
-    /** The safe cache's budget is 8 regions: constant eviction. */
+    /** 1% of deregistrations fail with EBUSY (the key stays live until the cache's retry succeeds). */
+    FAILING_DEREGISTRATION("failing-deregistration"),
+    /** The safe cache's budget is 8 regions, far below the working set: constant eviction. */
     EVICTION_PRESSURE("eviction-pressure"),
     /** Peers keep writing with rkeys of buffers already freed. */
     STALE_REMOTE_KEYS("stale-remote-keys");

@@ -6,14 +6,19 @@ import java.util.Set;
 /**
  * One injector run.
  *
- * @param operations      buffer lifecycles to run in all (allocate, acquire, NIC writes, check, release, free)
- * @param threads         worker threads; 1 replays a seed exactly (remote writes then run inline)
- * @param seed            seeds every random choice; a failing run prints it
- * @param faults          faults switched on
- * @param generationCheck defense in depth for caches that invalidate: on each hit, compare the allocation a
- *                        registration was made for with the buffer's; on mismatch invalidate and retry
+ * @param operations  buffer lifecycles to run in all (allocate, use one or more times, free)
+ * @param threads     worker threads; 1 replays a seed exactly (remote writes then run inline)
+ * @param seed        seeds every random choice; a failing run prints it
+ * @param faults      faults switched on
+ * @param oracleCheck the injector's ORACLE (not a defense a library could have): on each acquire, ask the
+ *                    ground truth whether the keys serve pages that no longer back the buffer, and if so
+ *                    invalidate and retry. Used only to show what lost free hooks do; off in judged runs
+ * @param stopAtFirstViolation stop as soon as any detector counts (for the mutation-kill proofs and the soak)
+ * @param accountOnly the simulated HCA accounts pins without {@code mlock} (long soaks, where mlock bounds the
+ *                    rate); everything the detectors read is unchanged
  */
-public record InjectorConfig(long operations, int threads, long seed, Set<Fault> faults, boolean generationCheck) {
+public record InjectorConfig(long operations, int threads, long seed, Set<Fault> faults, boolean oracleCheck,
+        boolean stopAtFirstViolation, boolean accountOnly) {
     public InjectorConfig {
         if (operations <= 0) {
             throw new IllegalArgumentException("operations " + operations + " must be > 0");
@@ -22,6 +27,15 @@ public record InjectorConfig(long operations, int threads, long seed, Set<Fault>
             throw new IllegalArgumentException("threads " + threads + " must be in 1..64");
         }
         faults = faults.isEmpty() ? EnumSet.noneOf(Fault.class) : EnumSet.copyOf(faults);
+    }
+
+    public InjectorConfig(long operations, int threads, long seed, Set<Fault> faults) {
+        this(operations, threads, seed, faults, false, false, false);
+    }
+
+    public InjectorConfig(long operations, int threads, long seed, Set<Fault> faults, boolean oracleCheck,
+            boolean stopAtFirstViolation) {
+        this(operations, threads, seed, faults, oracleCheck, stopAtFirstViolation, false);
     }
 
     public boolean has(Fault f) {

@@ -6,51 +6,83 @@ import io.mrcache.core.RegistrationException;
 import io.mrcache.verbs.sim.RemoteAccessException;
 import io.mrcache.verbs.sim.SimulatedHca;
 import java.lang.foreign.MemorySegment;
+import java.util.Map;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * The NIC as the injector sees it: a {@link Registrar} that translates the allocator's virtual ranges to the
- * physical runs behind them and registers those on the {@link SimulatedHca} (real mlock), remembering for
- * each key what it pinned; and local and remote RDMA writes that go, as a NIC's do, to the pages pinned at
- * registration time, counted as stale when those pages no longer belong to the allocation the key was made
- * for (ground truth).
+ * The NIC as the injector sees it, and the ground truth of what it has registered.
+ *
+ * <p>As a {@link Registrar} it translates the allocator's virtual ranges to the physical run behind them and
+ * registers that on the {@link SimulatedHca} (real {@code mlock}), remembering for each key what it pinned and
+ * when its register call began (an epoch of the injector's clock). Local and remote RDMA writes go, as a
+ * NIC's do, to the pages pinned at registration time.
+ *
+ * <p>Detectors: a write is <em>stale</em> when it lands in pages that no longer back its address, or in bytes
+ * that another allocation than the one the key was handed out for owns now; a write to freed bytes is a
+ * <em>write after free</em> (no victim). A deregistration of an unknown key is a <em>double deregistration</em>;
+ * one while a worker holds a lease on the key is a <em>deregistration under lease</em>. The allocator asks
+ * {@link #liveFromBefore} before it reuses bytes: a registration that began before their free and is still
+ * live means the cache told the allocator "safe" too early (I3).
  */
 final class InjectorNic implements Registrar {
-    /** What a key's registration pinned: the virtual range, its physical run, and the owning allocation. */
-    record Pinned(long address, long length, long physical, long run, long owner, int sizeClass,
-            Registration hcaRegistration) {
+    /** What a key's registration pinned: the virtual range, the physical run, and when it began. */
+    record Pinned(long address, long length, long run, long physical, long beganAt, Registration hca) {
+        boolean overlaps(long from, long to) {
+            return address < to && address + length > from;
+        }
     }
 
     private final SimulatedHca hca;
     private final long pd;
-    private final ReusingAllocator allocator;
+    private final AtomicLong clock;
     private final boolean slow;
-    private final boolean failing;
-    private final ConcurrentHashMap<Integer, Pinned> byKey = new ConcurrentHashMap<>();
+    private final boolean failingRegistration;
+    private volatile boolean failingDeregistration;
     private final ThreadLocal<SplittableRandom> faultRandom;
+    private MallocArena arena;
+    private final ConcurrentHashMap<Integer, Pinned> byKey = new ConcurrentHashMap<>();
+    /** Per chunk: registrations over it, live or being made (added before the HCA call). */
+    private final Map<Integer, Set<Pinned>> byChunk = new ConcurrentHashMap<>();
+    /** Leases the workers hold, per lkey. */
+    private final ConcurrentHashMap<Integer, AtomicInteger> leases = new ConcurrentHashMap<>();
     final LongAdder staleWrites = new LongAdder();
     final LongAdder writesAfterFree = new LongAdder();
     final LongAdder rejectedRemote = new LongAdder();
     final LongAdder rejectedLocal = new LongAdder();
     final LongAdder registrations = new LongAdder();
-    final LongAdder injectedFailures = new LongAdder();
+    final LongAdder doubleDeregistrations = new LongAdder();
+    final LongAdder deregisteredUnderLease = new LongAdder();
+    final LongAdder injectedDeregistrationFailures = new LongAdder();
 
-    InjectorNic(SimulatedHca hca, ReusingAllocator allocator, boolean slow, boolean failing,
-            ThreadLocal<SplittableRandom> faultRandom) {
+    InjectorNic(SimulatedHca hca, AtomicLong clock, boolean slow, boolean failingRegistration,
+            boolean failingDeregistration, ThreadLocal<SplittableRandom> faultRandom) {
         this.hca = hca;
         this.pd = hca.allocProtectionDomain();
-        this.allocator = allocator;
+        this.clock = clock;
         this.slow = slow;
-        this.failing = failing;
+        this.failingRegistration = failingRegistration;
+        this.failingDeregistration = failingDeregistration;
         this.faultRandom = faultRandom;
+    }
+
+    void attach(MallocArena arena) {
+        this.arena = arena;
+    }
+
+    /** Stops injecting deregistration failures (for the end of a run: close must be able to finish). */
+    void stopFailingDeregistrations() {
+        failingDeregistration = false;
     }
 
     @Override
     public Registration register(long address, long length, int access) {
-        if (failing && faultRandom.get().nextInt(100) < 2) {
-            injectedFailures.increment();
+        long began = clock.get();
+        if (failingRegistration && faultRandom.get().nextInt(100) < 2) {
             throw new RegistrationException("injected ENOMEM", RegistrationException.ENOMEM);
         }
         if (slow) {
@@ -59,28 +91,59 @@ final class InjectorNic implements Registrar {
                 Thread.onSpinWait();
             }
         }
-        long owner = allocator.ownerOf(address);
-        long run = allocator.pin(address, length);
-        long physical = allocator.physical(address);
+        long run = arena.pin(address, length);
+        long physical = run + (address - MallocArena.chunkAddress(MallocArena.chunkOf(address)));
+        Set<Pinned> chunk = byChunk.computeIfAbsent(MallocArena.chunkOf(address), c -> ConcurrentHashMap.newKeySet());
+        Pinned making = new Pinned(address, length, run, physical, began, null);
+        chunk.add(making); // visible to the reuse check before the HCA pins anything
         Registration hcaReg;
         try {
             hcaReg = hca.register(pd, physical, length, access);
         } catch (RuntimeException e) {
-            allocator.unpin(run, ReusingAllocator.classOf(address));
+            chunk.remove(making);
+            arena.unpin(run);
             throw e;
         }
+        Pinned p = new Pinned(address, length, run, physical, began, hcaReg);
+        byKey.put(hcaReg.lkey(), p);
+        chunk.add(p);
+        chunk.remove(making);
         registrations.increment();
-        byKey.put(hcaReg.lkey(), new Pinned(address, length, physical, run, owner, ReusingAllocator.classOf(address),
-                hcaReg));
         return new Registration(address, length, access, hcaReg.lkey(), hcaReg.rkey(), pd, hcaReg.handle());
     }
 
     @Override
     public void deregister(Registration registration) {
         Pinned p = byKey.get(registration.lkey());
-        hca.deregister(p.hcaRegistration());
+        if (p == null) {
+            doubleDeregistrations.increment();
+            if (AddressReuseInjector.DEBUG) {
+                System.err.println("DOUBLE DEREGISTRATION " + registration);
+            }
+            throw new RegistrationException("deregister of an unknown or dead key " + registration, 22);
+        }
+        AtomicInteger held = leases.get(registration.lkey());
+        if (held != null && held.get() > 0) {
+            deregisteredUnderLease.increment();
+            if (AddressReuseInjector.DEBUG) {
+                System.err.println("DEREGISTERED UNDER LEASE " + registration);
+            }
+        }
+        if (failingDeregistration && faultRandom.get().nextInt(100) < 1) {
+            injectedDeregistrationFailures.increment();
+            throw new RegistrationException("injected EBUSY from ibv_dereg_mr", 16); // the key stays live
+        }
+        try {
+            hca.deregister(p.hca());
+        } catch (RuntimeException e) {
+            if (AddressReuseInjector.DEBUG) {
+                System.err.println("HCA DEREGISTER FAILED " + registration + ": " + e);
+            }
+            throw e;
+        }
         byKey.remove(registration.lkey()); // after: a write holding p now meets a dead key at the HCA
-        allocator.unpin(p.run(), p.sizeClass());
+        byChunk.get(MallocArena.chunkOf(p.address())).remove(p);
+        arena.unpin(p.run());
     }
 
     @Override
@@ -88,33 +151,68 @@ final class InjectorNic implements Registrar {
         return pd;
     }
 
-    /** The allocation a key's registration was made for (0 if unknown). */
-    long ownerOfKey(int key) {
+    /** Registrations over {@code [address, address + length)} that began before {@code freeEpoch}. */
+    int liveFromBefore(long address, long length, long freeEpoch) {
+        Set<Pinned> chunk = byChunk.get(MallocArena.chunkOf(address));
+        if (chunk == null) {
+            return 0;
+        }
+        int n = 0;
+        for (Pinned p : chunk) {
+            if (p.beganAt() < freeEpoch && p.overlaps(address, address + length)) {
+                n++;
+                if (AddressReuseInjector.DEBUG) {
+                    System.err.printf("REUSED WHILE REGISTERED [0x%x,+%d) freed at %d: %s%n", address, length,
+                            freeEpoch, p);
+                }
+            }
+        }
+        return n;
+    }
+
+    /** A worker took (+1) or released (-1) a lease carrying {@code lkey}. */
+    void leased(int lkey, int delta) {
+        leases.computeIfAbsent(lkey, k -> new AtomicInteger()).addAndGet(delta);
+    }
+
+    /**
+     * The oracle's view of a hit: whether {@code lkey}'s registration pinned pages that no longer back
+     * {@code address} (its chunk was unmapped and mapped again since). No library can see this; the injector's
+     * ground truth can.
+     */
+    boolean pinsOldPages(int lkey, long address) {
+        Pinned p = byKey.get(lkey);
+        return p != null && p.physical() + (address - p.address()) != arena.backing(address);
+    }
+
+    /** Whether {@code lkey}'s register call began before {@code epoch} (the oracle's I1 check). */
+    boolean beganBefore(int lkey, long epoch) {
+        Pinned p = byKey.get(lkey);
+        return p != null && p.beganAt() < epoch;
+    }
+
+    /** The NIC writes {@code data} at virtual {@code address} with {@code lkey}, for allocation {@code intended}. */
+    boolean localWrite(int lkey, long address, MemorySegment data, long intended) {
+        return write(lkey, address, data, false, intended);
+    }
+
+    /** A peer's RDMA write with {@code rkey} at virtual {@code address}, meant for allocation {@code intended}. */
+    boolean remoteWrite(int rkey, long address, MemorySegment data, long intended) {
+        return write(rkey, address, data, true, intended);
+    }
+
+    private boolean write(int key, long address, MemorySegment data, boolean remote, long intended) {
         Pinned p = byKey.get(key);
-        return p == null ? 0 : p.owner();
-    }
-
-    /** The NIC writes {@code data} at virtual {@code address} with {@code lkey}: a receive or a read response. */
-    void localWrite(int lkey, long address, MemorySegment data) {
-        write(lkey, address, data, false);
-    }
-
-    /** A peer's RDMA write with {@code rkey} to virtual {@code address}. Returns false when rejected. */
-    boolean remoteWrite(int rkey, long address, MemorySegment data) {
-        return write(rkey, address, data, true);
-    }
-
-    private boolean write(int key, long address, MemorySegment data, boolean remote) {
-        Pinned p = byKey.get(key);
-        if (p == null) {
+        if (p == null || p.hca() == null) {
             (remote ? rejectedRemote : rejectedLocal).increment();
             return false;
         }
         long target = p.physical() + (address - p.address());
-        // Classify by who owns the address before the write: addresses are reused only after the key's
+        // Classify by the owner and the pages before the write: bytes are reused only after the key's
         // deregistration, which the HCA orders after any write it accepted, so an accepted write's
         // classification cannot be overtaken by a reuse (reading after the write could be).
-        long owner = allocator.ownerOf(address);
+        long owner = arena.ownerOf(address);
+        long backing = arena.backing(address);
         try {
             if (remote) {
                 hca.rdmaWrite(pd, key, target, data);
@@ -125,13 +223,14 @@ final class InjectorNic implements Registrar {
             (remote ? rejectedRemote : rejectedLocal).increment();
             return false;
         }
-        // Stale when the address belongs to another live allocation: the key outlived its buffer into the next
-        // one (allocation ids are never reused). A write to a freed, not yet reused address is the peer's
-        // use-after-free, counted apart.
         if (owner == 0) {
             writesAfterFree.increment();
-        } else if (owner != p.owner()) {
+        } else if (owner != intended || backing != target) {
             staleWrites.increment();
+            if (AddressReuseInjector.DEBUG) {
+                System.err.printf("STALE WRITE key 0x%x at 0x%x owner %d intended %d backing 0x%x target 0x%x remote %b"
+                        + " pinned %s%n", key, address, owner, intended, backing, target, remote, p);
+            }
         }
         return true;
     }

@@ -1,33 +1,60 @@
 package io.mrcache.stress.injector;
 
+import java.util.Map;
+
 /**
- * What one cache showed under the injector.
+ * What one cache showed under the injector: its detectors, and how often the run exercised each hazard.
  *
- * @param cache              the cache's name
- * @param operations         buffer lifecycles completed
- * @param staleWrites        NIC writes through a key made for an earlier allocation of addresses that another live
- *                           allocation owns now (ground truth)
- * @param writesAfterFree    NIC writes accepted for addresses freed but not yet reused (a peer writing after the
- *                           free, before the hook's invalidation completed; no other buffer is touched)
- * @param corruptedBuffers   buffers whose content, read back after a NIC write, was not what was written
- * @param remoteRejected     remote writes the NIC rejected (dead key: the registration was gone)
- * @param leakedRegistrations registrations still alive after the cache closed
- * @param staleHitsCaught    hits the generation check found stale (it then invalidated and retried)
- * @param registrationErrors acquires that failed because registration failed
- * @param registrations      registrations made
- * @param seconds            wall time
+ * @param cache                  the cache's name
+ * @param operations             buffer lifecycles completed (allocate, one or more uses, free)
+ * @param staleWrites            NIC writes that landed in pages no longer backing their address, or in bytes
+ *                               another allocation than the key's owns now (ground truth)
+ * @param corruptedBuffers       uses whose read-back did not show what the NIC was told to write
+ * @param reusedWhileRegistered  bytes the allocator reused (after the cache said their free was complete) while a
+ *                               registration made before that free still covered them at the NIC (I3)
+ * @param leakedRegistrations    registrations still alive after the cache closed
+ * @param doubleDeregistrations  deregistrations of a key that was already dead (H7)
+ * @param deregisteredUnderLease deregistrations while a worker held a lease on the key (H2)
+ * @param staleHits              acquires the oracle found serving pages that no longer back the buffer (H1);
+ *                               with every free announced each one counts against the cache
+ * @param oracleCaught           stale hits the oracle caught and corrected (oracle check on: drop-hooks only)
+ * @param writesAfterFree        NIC writes accepted into freed, not yet reused bytes (a peer writing after the
+ *                               free; no victim)
+ * @param remoteRejected         remote writes the NIC rejected (dead key)
+ * @param registrationErrors     acquires that failed because registration failed (injected ENOMEM)
+ * @param registrations          registrations made
+ * @param coverage               how often each hazard was exercised (see {@link AddressReuseInjector})
+ * @param seconds                wall time
  */
-public record InjectorReport(String cache, long operations, long staleWrites, long writesAfterFree,
-        long corruptedBuffers,
-        long remoteRejected, long leakedRegistrations, long staleHitsCaught, long registrationErrors,
-        long registrations, double seconds) {
+public record InjectorReport(String cache, long operations, long staleWrites, long corruptedBuffers,
+        long reusedWhileRegistered, long leakedRegistrations, long doubleDeregistrations, long deregisteredUnderLease,
+        long staleHits, long oracleCaught, long writesAfterFree, long remoteRejected, long registrationErrors, long registrations,
+        Map<String, Long> coverage, double seconds) {
+
+    public InjectorReport {
+        coverage = Map.copyOf(coverage);
+    }
 
     public double opsPerSecond() {
         return seconds == 0 ? 0 : operations / seconds;
     }
 
-    /** No stale write, no corrupted buffer, no leak. */
+    /** Every detector at zero. */
     public boolean safe() {
-        return staleWrites == 0 && corruptedBuffers == 0 && leakedRegistrations == 0;
+        return violations() == 0;
+    }
+
+    /** The sum of every detector that counts against the cache. */
+    public long violations() {
+        return staleWrites + corruptedBuffers + reusedWhileRegistered + leakedRegistrations + doubleDeregistrations
+                + deregisteredUnderLease + staleHits;
+    }
+
+    /** The same report under another label (the demo names its columns). */
+    public InjectorReport named(String label) {
+        return new InjectorReport(label, operations, staleWrites, corruptedBuffers, reusedWhileRegistered,
+                leakedRegistrations, doubleDeregistrations, deregisteredUnderLease, staleHits, oracleCaught,
+                writesAfterFree,
+                remoteRejected, registrationErrors, registrations, coverage, seconds);
     }
 }

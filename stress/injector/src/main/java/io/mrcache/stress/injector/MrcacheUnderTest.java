@@ -1,14 +1,38 @@
 package io.mrcache.stress.injector;
 
+import io.mrcache.core.CacheCounter;
 import io.mrcache.core.Lease;
+import io.mrcache.core.MetricsSnapshot;
 import io.mrcache.core.RegistrationCache;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.CompletionStage;
 
 /** mrcache's {@link RegistrationCache} as a {@link CacheUnderTest}. */
 public final class MrcacheUnderTest implements CacheUnderTest {
+    /** The cache's counters the injector prints as coverage, with their names there. */
+    static final Map<String, CacheCounter> COVERAGE = new LinkedHashMap<>();
+
+    static {
+        COVERAGE.put(AddressReuseInjector.DOOMED, CacheCounter.DISCARDED_IN_FLIGHT);
+        COVERAGE.put(AddressReuseInjector.JOINS, CacheCounter.SINGLE_FLIGHT_JOINS);
+        COVERAGE.put(AddressReuseInjector.MERGES, CacheCounter.MERGES);
+        COVERAGE.put(AddressReuseInjector.UPGRADES, CacheCounter.ACCESS_UPGRADES);
+        COVERAGE.put(AddressReuseInjector.DEFERRED, CacheCounter.DEFERRED_DEREGISTRATIONS);
+        COVERAGE.put(AddressReuseInjector.EVICTIONS, CacheCounter.EVICTIONS);
+        COVERAGE.put(AddressReuseInjector.WITHDRAWN, CacheCounter.EVICTIONS_WITHDRAWN);
+        COVERAGE.put(AddressReuseInjector.DEREG_FAILURES, CacheCounter.DEREGISTRATION_FAILURES);
+    }
+
+    private final String name;
     private final RegistrationCache cache;
 
     public MrcacheUnderTest(RegistrationCache cache) {
+        this("mrcache", cache);
+    }
+
+    public MrcacheUnderTest(String name, RegistrationCache cache) {
+        this.name = name;
         this.cache = cache;
     }
 
@@ -26,7 +50,7 @@ public final class MrcacheUnderTest implements CacheUnderTest {
 
     @Override
     public String name() {
-        return "mrcache";
+        return name;
     }
 
     @Override
@@ -45,8 +69,11 @@ public final class MrcacheUnderTest implements CacheUnderTest {
     }
 
     @Override
-    public boolean invalidates() {
-        return true;
+    public Map<String, Long> coverage() {
+        MetricsSnapshot m = cache.metrics();
+        Map<String, Long> out = new LinkedHashMap<>();
+        COVERAGE.forEach((label, counter) -> out.put(label, m.get(counter)));
+        return out;
     }
 
     public RegistrationCache cache() {

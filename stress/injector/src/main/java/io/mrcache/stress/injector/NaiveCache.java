@@ -58,11 +58,6 @@ public final class NaiveCache implements CacheUnderTest {
     }
 
     @Override
-    public boolean invalidates() {
-        return false;
-    }
-
-    @Override
     public void close() {
         map.values().forEach(e -> registrar.deregister(e.registration()));
         map.clear();

@@ -1,0 +1,285 @@
+package io.mrcache.stress.injector;
+
+import io.mrcache.core.RegistrationException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A malloc-like allocator over a virtual address space it manages, with the ground truth the injector checks
+ * against.
+ *
+ * <p>Virtual addresses are numbers (never dereferenced) in {@link #CHUNKS} chunks of {@link #CHUNK} bytes. A
+ * chunk is <em>mapped</em> to a physical run (real, page-aligned memory) and then serves one size class as a
+ * slab: a 64-byte class packs 64 allocations into each page, so a page-rounded registration of one allocation
+ * covers its neighbours' bytes. Freed slots are reused on the same pages once their free hook's stage
+ * completed; a chunk whose slots are all free may be <em>unmapped</em> (one large invalidation of the whole
+ * chunk) and later mapped again, for any size class, with a <em>new physical run</em>, as a process's
+ * reused addresses get new pages. A run pinned by a registration is not handed out again (the kernel keeps
+ * pinned pages).
+ *
+ * <p>Ground truth: which allocation owns each slot, which run backs each chunk, and the epoch at which each
+ * slot's and chunk's free began, for the reuse check ({@link ReuseCheck}). Thread-safe (one monitor).
+ */
+final class MallocArena {
+    static final long PAGE = 4096;
+    static final long CHUNK = 64 * 1024;
+    static final int CHUNKS = 48;
+    static final long[] SIZES = {64, 256, 1024, 4096, 16 * 1024, 64 * 1024};
+    /** Relative frequency of each size class, in percent. */
+    static final int[] WEIGHTS = {30, 25, 20, 12, 8, 5};
+    static final long VIRTUAL_BASE = 0x7e00_0000_0000L;
+    private static final int SPARE_RUNS = 32;
+
+    /**
+     * One live allocation; {@code reusedAfter} is the epoch at which the last free of its bytes began (0 for
+     * bytes never used before): no registration begun before it may serve this allocation.
+     */
+    record Allocation(long id, int chunk, int slot, long address, long length, long reusedAfter) {
+        long end() {
+            return address + length;
+        }
+    }
+
+    /** Told of every reuse of bytes: what the NIC still has registered over them from before their free. */
+    @FunctionalInterface
+    interface ReuseCheck {
+        /** Registrations over {@code [address, address + length)} that began before {@code freeEpoch}. */
+        int liveFromBefore(long address, long length, long freeEpoch);
+    }
+
+    /** A chunk whose every slot is free: the caller announces its unmap, then calls {@link #unmapped}. */
+    record Unmap(int chunk, long address, long length) {
+    }
+
+    private enum ChunkState { UNMAPPED, MAPPED, UNMAPPING }
+
+    private final boolean lifo;
+    private final ReuseCheck reuseCheck;
+    private final Arena arena = Arena.ofShared();
+    private final ChunkState[] state = new ChunkState[CHUNKS];
+    private final int[] chunkClass = new int[CHUNKS];
+    private final long[] run = new long[CHUNKS];
+    private final long[] chunkFreedAt = new long[CHUNKS];
+    private final long[][] owner = new long[CHUNKS][];
+    private final long[][] slotFreedAt = new long[CHUNKS][];
+    /** Slots of a mapped chunk that are neither live nor waiting for their free hook. */
+    private final int[] reusableSlots = new int[CHUNKS];
+    /** Per size class: (chunk, slot) pairs ready for reuse; stale entries are skipped on the way out. */
+    private final List<ArrayDeque<long[]>> ready = new ArrayList<>();
+    private final ArrayDeque<Integer> unmappedChunks = new ArrayDeque<>();
+    private final ArrayDeque<Long> freeRuns = new ArrayDeque<>();
+    /** Run -> {pins, mapped (1) or not (0)}. */
+    private final Map<Long, int[]> runState = new HashMap<>();
+    private long nextId = 1;
+    private long reusedWhileRegistered;
+    private long chunkUnmaps;
+    private long chunkRemaps;
+
+    MallocArena(boolean lifo, ReuseCheck reuseCheck) {
+        this.lifo = lifo;
+        this.reuseCheck = reuseCheck;
+        for (int c = 0; c < SIZES.length; c++) {
+            ready.add(new ArrayDeque<>());
+        }
+        MemorySegment pool = arena.allocate(CHUNK * (CHUNKS + SPARE_RUNS), PAGE);
+        pool.fill((byte) 0);
+        for (int r = 0; r < CHUNKS + SPARE_RUNS; r++) {
+            long base = pool.address() + r * CHUNK;
+            freeRuns.add(base);
+            runState.put(base, new int[] {0, 0});
+        }
+        for (int c = 0; c < CHUNKS; c++) {
+            state[c] = ChunkState.UNMAPPED;
+            unmappedChunks.add(c);
+        }
+    }
+
+    /** Picks a size class by {@link #WEIGHTS} from a number in [0, 100). */
+    static int sizeClass(int percent) {
+        int c = 0;
+        for (int acc = WEIGHTS[0]; percent >= acc && c < SIZES.length - 1; acc += WEIGHTS[++c]) {
+            // walk the cumulative weights
+        }
+        return c;
+    }
+
+    /** A new allocation of class {@code sizeClass}, or null when no slot or chunk is free now. */
+    synchronized Allocation allocate(int sizeClass) {
+        ArrayDeque<long[]> q = ready.get(sizeClass);
+        while (!q.isEmpty()) {
+            long[] cs = lifo ? q.pollLast() : q.pollFirst();
+            int c = (int) cs[0];
+            int s = (int) cs[1];
+            if (state[c] != ChunkState.MAPPED || chunkClass[c] != sizeClass || owner[c][s] != 0
+                    || cs[2] != slotFreedAt[c][s]) {
+                continue; // the chunk was unmapped or remapped since, or the slot was taken
+            }
+            return take(c, s);
+        }
+        Integer c = lifo ? unmappedChunks.pollLast() : unmappedChunks.pollFirst();
+        if (c == null || freeRuns.isEmpty()) {
+            if (c != null) {
+                unmappedChunks.addFirst(c);
+            }
+            return null;
+        }
+        map(c, sizeClass);
+        return allocate(sizeClass);
+    }
+
+    private Allocation take(int c, int s) {
+        long address = address(c, s);
+        long length = SIZES[chunkClass[c]];
+        if (slotFreedAt[c][s] > 0) {
+            reusedWhileRegistered += reuseCheck.liveFromBefore(address, length, slotFreedAt[c][s]);
+        }
+        long id = nextId++;
+        owner[c][s] = id;
+        reusableSlots[c]--;
+        return new Allocation(id, c, s, address, length, Math.max(slotFreedAt[c][s], chunkFreedAt[c]));
+    }
+
+    private void map(int c, int sizeClass) {
+        if (chunkFreedAt[c] > 0) { // the addresses come back: nothing registered before the unmap may cover them
+            reusedWhileRegistered += reuseCheck.liveFromBefore(chunkAddress(c), CHUNK, chunkFreedAt[c]);
+            chunkRemaps++;
+        }
+        long r = freeRuns.pollFirst();
+        runState.get(r)[1] = 1;
+        MemorySegment.ofAddress(r).reinterpret(CHUNK).fill((byte) 0);
+        int slots = (int) (CHUNK / SIZES[sizeClass]);
+        state[c] = ChunkState.MAPPED;
+        chunkClass[c] = sizeClass;
+        run[c] = r;
+        owner[c] = new long[slots];
+        slotFreedAt[c] = new long[slots];
+        reusableSlots[c] = slots;
+        for (int s = 0; s < slots; s++) {
+            ready.get(sizeClass).add(new long[] {c, s, 0});
+        }
+    }
+
+    /**
+     * Frees {@code a}: its bytes are free from now on, and reusable once {@link #reusable} is called (after
+     * the free hook's stage completed). {@code epoch} is when the free began.
+     */
+    synchronized void free(Allocation a, long epoch) {
+        owner[a.chunk()][a.slot()] = 0;
+        slotFreedAt[a.chunk()][a.slot()] = epoch;
+    }
+
+    /**
+     * The free hook's stage of {@code a} completed: its slot may be reused. Returns the chunk to unmap when
+     * every slot is free again and {@code unmapIt} (the caller's coin) says so and a spare run exists, else
+     * null.
+     */
+    synchronized Unmap reusable(Allocation a, boolean unmapIt) {
+        int c = a.chunk();
+        reusableSlots[c]++;
+        ready.get(chunkClass[c]).add(new long[] {c, a.slot(), slotFreedAt[c][a.slot()]});
+        if (unmapIt && reusableSlots[c] == owner[c].length && !freeRuns.isEmpty()) {
+            state[c] = ChunkState.UNMAPPING; // munmap: registering these addresses now fails (EFAULT)
+            return new Unmap(c, chunkAddress(c), CHUNK);
+        }
+        return null;
+    }
+
+    /** The unmap of a chunk began at {@code epoch}; its run goes back to the pool once nothing pins it. */
+    synchronized void unmapping(Unmap u, long epoch) {
+        int c = u.chunk();
+        chunkFreedAt[c] = epoch;
+        long r = run[c];
+        run[c] = 0;
+        int[] st = runState.get(r);
+        st[1] = 0;
+        if (st[0] == 0) {
+            freeRuns.add(r);
+        }
+        chunkUnmaps++;
+    }
+
+    /** The unmap's free hook completed: the addresses may be mapped again. */
+    synchronized void unmapped(Unmap u) {
+        state[u.chunk()] = ChunkState.UNMAPPED;
+        unmappedChunks.add(u.chunk());
+    }
+
+    /** The allocation id owning {@code address} now; 0 when the byte is free or unmapped. */
+    synchronized long ownerOf(long address) {
+        int c = chunkOf(address);
+        if (c < 0 || state[c] != ChunkState.MAPPED) {
+            return 0;
+        }
+        int s = (int) ((address - chunkAddress(c)) / SIZES[chunkClass[c]]);
+        return owner[c][s];
+    }
+
+    /** The physical address backing virtual {@code address} now; 0 when unmapped. */
+    synchronized long backing(long address) {
+        int c = chunkOf(address);
+        return c < 0 || state[c] != ChunkState.MAPPED ? 0 : run[c] + (address - chunkAddress(c));
+    }
+
+    /**
+     * A registration pins the pages of {@code [address, address + length)}: they must lie in one mapped
+     * chunk (else EFAULT, as {@code ibv_reg_mr} of unmapped memory fails). Returns the physical run.
+     */
+    synchronized long pin(long address, long length) {
+        int c = chunkOf(address);
+        if (c < 0 || state[c] != ChunkState.MAPPED || address + length > chunkAddress(c) + CHUNK) {
+            throw new RegistrationException(String.format("register of [0x%x, +%d): not inside one mapped chunk"
+                    + " (EFAULT)", address, length), RegistrationException.EFAULT);
+        }
+        runState.get(run[c])[0]++;
+        return run[c];
+    }
+
+    synchronized void unpin(long r) {
+        int[] st = runState.get(r);
+        st[0]--;
+        if (st[0] == 0 && st[1] == 0) {
+            freeRuns.add(r);
+        }
+    }
+
+    static int chunkOf(long address) {
+        long off = address - VIRTUAL_BASE;
+        return off < 0 || off >= CHUNKS * CHUNK ? -1 : (int) (off / CHUNK);
+    }
+
+    static long chunkAddress(int c) {
+        return VIRTUAL_BASE + c * CHUNK;
+    }
+
+    private long address(int c, int s) {
+        return chunkAddress(c) + s * SIZES[chunkClass[c]];
+    }
+
+    /** The live allocation in {@code a}'s chunk right after {@code a}, or null (for scatter/gather spans). */
+    synchronized long nextOwner(Allocation a) {
+        int c = a.chunk();
+        int s = a.slot() + 1;
+        return state[c] == ChunkState.MAPPED && s < owner[c].length ? owner[c][s] : 0;
+    }
+
+    synchronized long reusedWhileRegistered() {
+        return reusedWhileRegistered;
+    }
+
+    synchronized long chunkUnmaps() {
+        return chunkUnmaps;
+    }
+
+    synchronized long chunkRemaps() {
+        return chunkRemaps;
+    }
+
+    void close() {
+        arena.close();
+    }
+}

@@ -1,0 +1,62 @@
+package io.mrcache.stress.injector;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mrcache.core.CacheFault;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The injector must be able to fail: every deliberately broken variant of mrcache, and a cache that drops one
+ * invalidation in twenty, is reported UNSAFE under the demo's default settings (its operations, threads and
+ * faults, judged without the oracle) on every one of five seeds, while the real cache is clean on the same
+ * seeds. Each run stops at its first violation, which bounds the time.
+ */
+class MutationKillTest {
+    static final long DEMO_OPS = 300_000;
+    static final int DEMO_THREADS = 2;
+    static final EnumSet<Fault> DEMO_FAULTS = Fault.parse("all");
+
+    static InjectorReport run(AddressReuseInjector.CacheFactory cache, long seed) {
+        return AddressReuseInjector.run(new InjectorConfig(DEMO_OPS, DEMO_THREADS, seed, DEMO_FAULTS, false, true),
+                cache, line -> { });
+    }
+
+    @Test
+    void everyBrokenVariantIsReportedUnsafeOnEverySeed() {
+        Map<String, AddressReuseInjector.CacheFactory> variants = new LinkedHashMap<>();
+        for (CacheFault bug : CacheFault.values()) {
+            variants.put(bug.name(), Caches.broken(bug));
+        }
+        variants.put("drops 1 in 20 invalidations", Caches.DROPPING);
+        List<String> survivors = new ArrayList<>();
+        for (var v : variants.entrySet()) {
+            StringBuilder line = new StringBuilder(String.format("%-40s", v.getKey()));
+            for (long seed = 1; seed <= 5; seed++) {
+                long started = System.nanoTime();
+                InjectorReport r = run(v.getValue(), seed);
+                line.append(String.format(" | seed %d: %s after %,d lifecycles (%.1f s)", seed,
+                        r.safe() ? "SURVIVED" : "caught", r.operations(), (System.nanoTime() - started) / 1e9));
+                if (r.safe()) {
+                    survivors.add(v.getKey() + " seed " + seed + ": " + r);
+                }
+            }
+            System.out.println(line);
+        }
+        assertTrue(survivors.isEmpty(), "broken caches the injector judged safe: " + survivors);
+    }
+
+    @Test
+    void theRealCacheIsCleanOnTheSameSeeds() {
+        for (long seed = 1; seed <= 5; seed++) {
+            InjectorReport r = AddressReuseInjector.run(new InjectorConfig(40_000, DEMO_THREADS, seed, DEMO_FAULTS),
+                    Caches.MRCACHE, line -> { });
+            assertEquals(0, r.violations(), "seed " + seed + ": " + r);
+        }
+    }
+}
