@@ -24,6 +24,9 @@ public final class Libc {
     public static final int MAP_PRIVATE = 0x02;
     public static final int MAP_ANONYMOUS = 0x20;
     public static final int MAP_FIXED = 0x10;
+    public static final int MAP_SHARED = 0x01;
+    public static final int MAP_NORESERVE = 0x4000;
+    public static final int PROT_NONE = 0;
     public static final int MADV_DONTNEED = 4;
     public static final int MREMAP_MAYMOVE = 1;
     public static final int MREMAP_FIXED = 2;
@@ -45,6 +48,10 @@ public final class Libc {
             FunctionDescriptor.of(JAVA_LONG, JAVA_INT));
     private static final MethodHandle MMAP = NativeCall.withErrno(C, LIB, PKG, "mmap",
             FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
+    private static final MethodHandle MEMFD_CREATE = NativeCall.withErrno(C, LIB, PKG, "memfd_create",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle FTRUNCATE = NativeCall.withErrno(C, LIB, PKG, "ftruncate",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
     private static final MethodHandle MUNMAP = NativeCall.withErrno(C, LIB, PKG, "munmap",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle MADVISE = NativeCall.withErrno(C, LIB, PKG, "madvise",
@@ -106,6 +113,27 @@ public final class Libc {
         return NativeCall.checked(() -> "mmap(" + length + " bytes)",
                 errno -> ((MemorySegment) MMAP.invokeExact(errno, MemorySegment.NULL, length, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L)).address());
+    }
+
+    /** {@code mmap(address, length, prot, flags, fd, offset)}; returns the mapping's address. */
+    public static long mmap(long address, long length, int prot, int flags, int fd, long offset) {
+        return NativeCall.checked(() -> String.format("mmap(0x%x, %d, prot %d, flags 0x%x, fd %d, offset %d)", address,
+                length, prot, flags, fd, offset),
+                errno -> ((MemorySegment) MMAP.invokeExact(errno, MemorySegment.ofAddress(address), length, prot, flags,
+                        fd, offset)).address());
+    }
+
+    /** An anonymous file in memory ({@code memfd_create}) of {@code length} bytes; returns its descriptor. */
+    public static int memfd(String name, long length) {
+        int fd;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment cName = arena.allocateFrom(name);
+            fd = (int) NativeCall.checked(() -> "memfd_create(" + name + ")",
+                    errno -> (int) MEMFD_CREATE.invokeExact(errno, cName, 0));
+        }
+        NativeCall.checked(() -> "ftruncate(" + fd + ", " + length + ")",
+                errno -> (int) FTRUNCATE.invokeExact(errno, fd, length));
+        return fd;
     }
 
     /** A new anonymous mapping exactly at {@code address} (MAP_FIXED): the addresses get new pages. */

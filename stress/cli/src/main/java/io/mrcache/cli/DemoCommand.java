@@ -92,6 +92,8 @@ final class DemoCommand implements Callable<Integer> {
                 false, safe);
         reports.add(judged);
         if (hooksLost) {
+            reports.add(run("mrcache + page-frame check", Caches.MRCACHE_PAGE_FRAME_CHECK, runSeed, faultSet, false,
+                    null));
             reports.add(run("mrcache + injector ORACLE", Caches.MRCACHE, runSeed, faultSet, true, null));
         }
         printTable(reports);
@@ -147,6 +149,8 @@ final class DemoCommand implements Callable<Integer> {
         row(reports, "deregistered under lease (H2)", InjectorReport::deregisteredUnderLease);
         row(reports, "stale hits served (H1)", InjectorReport::staleHits);
         System.out.println("for information:");
+        row(reports, "remaps caught by the page-frame check",
+                r -> r.coverage().getOrDefault(AddressReuseInjector.PFN_CAUGHT, 0L));
         row(reports, "stale hits caught by the ORACLE", InjectorReport::oracleCaught);
         row(reports, "writes after free (peer, no victim)", InjectorReport::writesAfterFree);
         row(reports, "remote writes rejected (dead key)", InjectorReport::remoteRejected);
@@ -180,10 +184,13 @@ final class DemoCommand implements Callable<Integer> {
         if (hooksLost) {
             System.out.println("\ndrop-hooks breaks that precondition: 5% of frees and unmaps never reach the cache."
                     + " 'mrcache alone' then serves registrations older than the free (stale hits) and the allocator"
-                    + " reuses bytes still registered. The last column shows what a check on every hit could catch;"
-                    + " it is the injector's ORACLE (its ground truth), not a defense the library has. The library's"
-                    + " defenses against lost frees are to free through InvalidatingArena (no window) and the"
-                    + " userfaultfd UnmapMonitor; a page-frame check on hit is not built yet.");
+                    + " reuses bytes still registered. 'mrcache + page-frame check' is the library's own defense: it"
+                    + " compares the page frames behind each hit with those recorded at registration"
+                    + " (/proc/self/pagemap) and re-registers on a change, so NIC writes reach the buffer's current"
+                    + " pages; a free whose memory stayed mapped keeps its pages, which it cannot (and need not) see,"
+                    + " so stale hits on unchanged pages remain. The last column is the injector's ORACLE (its ground"
+                    + " truth), not a defense the library has. Better than any check: free through InvalidatingArena"
+                    + " (no window), or let the userfaultfd UnmapMonitor announce unmaps.");
         }
     }
 

@@ -72,9 +72,10 @@ class ArchitectureTest {
 
     @Test
     void onlyTheLibraryAndItsOwnToolsReachItsInternals() {
-        noClasses().that().resideOutsideOfPackages("io.mrcache.verbs..", "io.mrcache.cli..")
+        noClasses().that().resideOutsideOfPackages("io.mrcache.verbs..", "io.mrcache.stress..", "io.mrcache.cli..",
+                "io.mrcache.bench..")
                 .should().dependOnClassesThat().resideInAPackage("io.mrcache.verbs.internal")
-                .because("native helpers are not API; only ffm-verbs and the command line's measurements use them")
+                .because("native helpers are not API; only ffm-verbs and the project's own tools use them")
                 .check(classes);
         noClasses().that().resideOutsideOfPackage("io.mrcache.core")
                 .should().dependOnClassesThat().resideInAPackage("io.mrcache.core.events")

@@ -117,12 +117,15 @@ class MainTest {
         String[] r = capture("demo", "--ops", "20000", "--faults", "drop-hooks,immediate-reuse", "--threads", "1",
                 "--seed", "7");
         assertEquals("0", r[0], r[1] + r[2]);
-        assertTrue(r[1].contains("mrcache alone") && r[1].contains("mrcache + injector ORACLE"), r[1]);
+        assertTrue(r[1].contains("mrcache alone") && r[1].contains("mrcache + page-frame check")
+                && r[1].contains("mrcache + injector ORACLE"), r[1]);
         assertTrue(r[1].contains("not a defense the library has"), r[1]);
         long[] hits = cells(r[1], "stale hits served (H1)");
         assertTrue(hits[1] > 0, "the cache alone serves stale hits when frees are lost: " + r[1]);
-        assertEquals(0, hits[2], "the oracle catches them: " + r[1]);
-        assertTrue(cells(r[1], "stale hits caught by the ORACLE")[2] > 0, r[1]);
+        assertEquals(0, hits[3], "the oracle catches them: " + r[1]);
+        assertTrue(cells(r[1], "stale hits caught by the ORACLE")[3] > 0, r[1]);
+        assertTrue(cells(r[1], "remaps caught by the page-frame check")[2] > 0, r[1]);
+        assertEquals(0, cells(r[1], "stale writes (ground truth)")[2], "the library's check: " + r[1]);
         assertTrue(r[1].contains("Not judged"), r[1]);
     }
 

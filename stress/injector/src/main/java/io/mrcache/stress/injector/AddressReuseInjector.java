@@ -69,6 +69,8 @@ public final class AddressReuseInjector {
     public static final String UNMAPS = "chunk unmaps (large invalidations)";
     public static final String REMAPS = "chunks mapped again, new pages";
     public static final String CLOSE_DOOMED = "in-flight registrations at close";
+    /** Printed only for a cache with the page-frame check. */
+    public static final String PFN_CAUGHT = "remapped pages caught by the page-frame check";
     /** Every coverage name, in print order. */
     public static final List<String> COVERAGE = List.of(DOOMED, JOINS, MERGES, UPGRADES, DEFERRED, EVICTIONS,
             WITHDRAWN, DEREG_FAILURES, WAITED, SPANS, UNMAPS, REMAPS, CLOSE_DOOMED);
@@ -333,8 +335,10 @@ public final class AddressReuseInjector {
 
         /** Frees {@code a} through the hook; {@code delayed} holds hooks to deliver later (null: at once). */
         void free(Allocation a, SplittableRandom rnd, ArrayDeque<Object[]> delayed, long op) {
-            boolean dropFree = config.has(Fault.DROP_HOOKS) && rnd.nextInt(100) < 5;
-            boolean dropUnmap = config.has(Fault.DROP_HOOKS) && rnd.nextInt(100) < 5;
+            // drop-hooks: 5% of chunk mappings are memory the JVM never hears about (native code frees and unmaps
+            // it): none of their frees, and not their unmap, reaches the cache
+            boolean dropFree = config.has(Fault.DROP_HOOKS) && silent(a);
+            boolean dropUnmap = dropFree;
             boolean unmapIt = rnd.nextInt(3) == 0;
             arena.free(a, clock.incrementAndGet());
             Runnable reusable = () -> {
@@ -350,6 +354,12 @@ public final class AddressReuseInjector {
                 return;
             }
             announce(a.address(), a.length(), dropFree, reusable);
+        }
+
+        private boolean silent(Allocation a) {
+            long h = (config.seed() ^ a.chunk() * 0x9E3779B97F4A7C15L ^ arena.mappingOf(a) * 0xC2B2AE3D27D4EB4FL);
+            h = (h ^ (h >>> 31)) * 0xBF58476D1CE4E5B9L;
+            return Long.remainderUnsigned(h ^ (h >>> 29), 20) == 0;
         }
 
         private void announce(long address, long length, boolean drop, Runnable then) {

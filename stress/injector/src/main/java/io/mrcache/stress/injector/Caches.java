@@ -3,6 +3,7 @@ package io.mrcache.stress.injector;
 import io.mrcache.core.Budget;
 import io.mrcache.core.CacheFault;
 import io.mrcache.core.RegistrationCache;
+import io.mrcache.verbs.hooks.PageFrameCheck;
 
 /** The caches the demo and the proofs drive. */
 public final class Caches {
@@ -15,6 +16,18 @@ public final class Caches {
 
     /** The naive exact-match cache without invalidation (UNSAFE). */
     public static final AddressReuseInjector.CacheFactory NAIVE = (registrar, config) -> new NaiveCache(registrar);
+
+    /**
+     * mrcache with the library's defense against lost frees: every hit checked against the page frames recorded
+     * at registration ({@link PageFrameCheck}); off, and saying so, where page frame numbers are not readable.
+     */
+    public static final AddressReuseInjector.CacheFactory MRCACHE_PAGE_FRAME_CHECK = (registrar, config) -> {
+        PageFrameCheck check = PageFrameCheck.open();
+        PageFrameCheck.RecordingFrames frames = new PageFrameCheck.RecordingFrames(registrar, check);
+        RegistrationCache cache = builder(frames, config).build();
+        return new MrcacheUnderTest("mrcache + page-frame check", cache, new PageFrameCheck.Guard(cache, frames),
+                check);
+    };
 
     /** mrcache losing one invalidation in twenty (UNSAFE, for the proofs). */
     public static final AddressReuseInjector.CacheFactory DROPPING = (registrar, config) -> new DroppingCache(

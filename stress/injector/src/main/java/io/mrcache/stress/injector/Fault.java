@@ -9,7 +9,10 @@ public enum Fault {
     IMMEDIATE_REUSE("immediate-reuse"),
     /** Free hooks reach the cache some operations after the free; safe reuse still waits for them. */
     DELAYED_HOOKS("delayed-hooks"),
-    /** 5% of free hooks are lost: the cache's precondition is broken (see the generation check). */
+    /**
+     * 5% of chunk mappings are memory the JVM never hears about: none of their frees and not their unmap reach
+     * the cache. Breaks the cache's precondition; shows what lost hooks do and what a check on hit catches.
+     */
     DROP_HOOKS("drop-hooks"),
     /** Each registration takes 20 us more, widening the register-vs-free race (H4) and single flight. */
     SLOW_REGISTRATION("slow-registration"),

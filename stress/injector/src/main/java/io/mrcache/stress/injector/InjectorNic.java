@@ -92,8 +92,8 @@ final class InjectorNic implements Registrar {
             }
         }
         long run = arena.pin(address, length);
-        long physical = run + (address - MallocArena.chunkAddress(MallocArena.chunkOf(address)));
-        Set<Pinned> chunk = byChunk.computeIfAbsent(MallocArena.chunkOf(address), c -> ConcurrentHashMap.newKeySet());
+        long physical = run + (address - arena.chunkAddress(arena.chunkOf(address)));
+        Set<Pinned> chunk = byChunk.computeIfAbsent(arena.chunkOf(address), c -> ConcurrentHashMap.newKeySet());
         Pinned making = new Pinned(address, length, run, physical, began, null);
         chunk.add(making); // visible to the reuse check before the HCA pins anything
         Registration hcaReg;
@@ -142,7 +142,7 @@ final class InjectorNic implements Registrar {
             throw e;
         }
         byKey.remove(registration.lkey()); // after: a write holding p now meets a dead key at the HCA
-        byChunk.get(MallocArena.chunkOf(p.address())).remove(p);
+        byChunk.get(arena.chunkOf(p.address())).remove(p);
         arena.unpin(p.run());
     }
 
@@ -153,7 +153,7 @@ final class InjectorNic implements Registrar {
 
     /** Registrations over {@code [address, address + length)} that began before {@code freeEpoch}. */
     int liveFromBefore(long address, long length, long freeEpoch) {
-        Set<Pinned> chunk = byChunk.get(MallocArena.chunkOf(address));
+        Set<Pinned> chunk = byChunk.get(arena.chunkOf(address));
         if (chunk == null) {
             return 0;
         }

@@ -1,7 +1,7 @@
 package io.mrcache.stress.injector;
 
 import io.mrcache.core.RegistrationException;
-import java.lang.foreign.Arena;
+import io.mrcache.verbs.internal.Libc;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -13,8 +13,13 @@ import java.util.Map;
  * A malloc-like allocator over a virtual address space it manages, with the ground truth the injector checks
  * against.
  *
- * <p>Virtual addresses are numbers (never dereferenced) in {@link #CHUNKS} chunks of {@link #CHUNK} bytes. A
- * chunk is <em>mapped</em> to a physical run (real, page-aligned memory) and then serves one size class as a
+ * <p>The "physical" memory is an in-memory file ({@code memfd}) of runs of {@link #CHUNK} bytes, seen whole through
+ * one shared mapping, the <em>physical view</em>, through which the NIC writes and the workers read back, as DMA
+ * reaches pages whatever maps them. The virtual address space is a reserved range of {@link #CHUNKS} chunks:
+ * mapping a chunk maps a run of the file there ({@code mmap(MAP_SHARED | MAP_FIXED)}), unmapping it leaves an
+ * inaccessible hole, so the page frames behind a virtual address really change when a chunk comes back with
+ * another run, and a page-frame check ({@code /proc/self/pagemap}) can see it. A chunk mapped to a run then
+ * serves one size class as a
  * slab: a 64-byte class packs 64 allocations into each page, so a page-rounded registration of one allocation
  * covers its neighbours' bytes. Freed slots are reused on the same pages once their free hook's stage
  * completed; a chunk whose slots are all free may be <em>unmapped</em> (one large invalidation of the whole
@@ -32,8 +37,8 @@ final class MallocArena {
     static final long[] SIZES = {64, 256, 1024, 4096, 16 * 1024, 64 * 1024};
     /** Relative frequency of each size class, in percent. */
     static final int[] WEIGHTS = {30, 25, 20, 12, 8, 5};
-    static final long VIRTUAL_BASE = 0x7e00_0000_0000L;
     private static final int SPARE_RUNS = 32;
+    private static final int RUNS = CHUNKS + SPARE_RUNS;
 
     /**
      * One live allocation; {@code reusedAfter} is the epoch at which the last free of its bytes began (0 for
@@ -60,11 +65,15 @@ final class MallocArena {
 
     private final boolean lifo;
     private final ReuseCheck reuseCheck;
-    private final Arena arena = Arena.ofShared();
+    private final int memfd;
+    private final long physicalView;
+    private final long virtualBase;
     private final ChunkState[] state = new ChunkState[CHUNKS];
     private final int[] chunkClass = new int[CHUNKS];
     private final long[] run = new long[CHUNKS];
     private final long[] chunkFreedAt = new long[CHUNKS];
+    /** How many times each chunk has been mapped (a mapping's identity, with the chunk). */
+    private final long[] mappings = new long[CHUNKS];
     private final long[][] owner = new long[CHUNKS][];
     private final long[][] slotFreedAt = new long[CHUNKS][];
     /** Slots of a mapped chunk that are neither live nor waiting for their free hook. */
@@ -86,10 +95,12 @@ final class MallocArena {
         for (int c = 0; c < SIZES.length; c++) {
             ready.add(new ArrayDeque<>());
         }
-        MemorySegment pool = arena.allocate(CHUNK * (CHUNKS + SPARE_RUNS), PAGE);
-        pool.fill((byte) 0);
-        for (int r = 0; r < CHUNKS + SPARE_RUNS; r++) {
-            long base = pool.address() + r * CHUNK;
+        memfd = Libc.memfd("mrcache-injector", CHUNK * RUNS);
+        physicalView = Libc.mmap(0, CHUNK * RUNS, Libc.PROT_READ | Libc.PROT_WRITE, Libc.MAP_SHARED, memfd, 0);
+        virtualBase = Libc.mmap(0, CHUNK * CHUNKS, Libc.PROT_NONE,
+                Libc.MAP_PRIVATE | Libc.MAP_ANONYMOUS | Libc.MAP_NORESERVE, -1, 0);
+        for (int r = 0; r < RUNS; r++) {
+            long base = physicalView + r * CHUNK;
             freeRuns.add(base);
             runState.put(base, new int[] {0, 0});
         }
@@ -152,8 +163,15 @@ final class MallocArena {
         long r = freeRuns.pollFirst();
         runState.get(r)[1] = 1;
         MemorySegment.ofAddress(r).reinterpret(CHUNK).fill((byte) 0);
+        Libc.mmap(chunkAddress(c), CHUNK, Libc.PROT_READ | Libc.PROT_WRITE, Libc.MAP_SHARED | Libc.MAP_FIXED, memfd,
+                r - physicalView);
+        MemorySegment mapped = MemorySegment.ofAddress(chunkAddress(c)).reinterpret(CHUNK);
+        for (long p = 0; p < CHUNK; p += PAGE) {
+            mapped.get(java.lang.foreign.ValueLayout.JAVA_BYTE, p); // fault the pages in, as a registration pins them
+        }
         int slots = (int) (CHUNK / SIZES[sizeClass]);
         state[c] = ChunkState.MAPPED;
+        mappings[c]++;
         chunkClass[c] = sizeClass;
         run[c] = r;
         owner[c] = new long[slots];
@@ -193,6 +211,8 @@ final class MallocArena {
     synchronized void unmapping(Unmap u, long epoch) {
         int c = u.chunk();
         chunkFreedAt[c] = epoch;
+        Libc.mmap(chunkAddress(c), CHUNK, Libc.PROT_NONE,
+                Libc.MAP_PRIVATE | Libc.MAP_ANONYMOUS | Libc.MAP_FIXED | Libc.MAP_NORESERVE, -1, 0);
         long r = run[c];
         run[c] = 0;
         int[] st = runState.get(r);
@@ -247,13 +267,13 @@ final class MallocArena {
         }
     }
 
-    static int chunkOf(long address) {
-        long off = address - VIRTUAL_BASE;
+    int chunkOf(long address) {
+        long off = address - virtualBase;
         return off < 0 || off >= CHUNKS * CHUNK ? -1 : (int) (off / CHUNK);
     }
 
-    static long chunkAddress(int c) {
-        return VIRTUAL_BASE + c * CHUNK;
+    long chunkAddress(int c) {
+        return virtualBase + c * CHUNK;
     }
 
     private long address(int c, int s) {
@@ -265,6 +285,11 @@ final class MallocArena {
         int c = a.chunk();
         int s = a.slot() + 1;
         return state[c] == ChunkState.MAPPED && s < owner[c].length ? owner[c][s] : 0;
+    }
+
+    /** Which mapping of its chunk {@code a} lives in (1 for the first). */
+    synchronized long mappingOf(Allocation a) {
+        return mappings[a.chunk()];
     }
 
     synchronized long reusedWhileRegistered() {
@@ -280,6 +305,8 @@ final class MallocArena {
     }
 
     void close() {
-        arena.close();
+        Libc.munmap(virtualBase, CHUNK * CHUNKS);
+        Libc.munmap(physicalView, CHUNK * RUNS);
+        Libc.close(memfd);
     }
 }

@@ -7,6 +7,8 @@ import io.mrcache.core.RegistrationCache;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
+import io.mrcache.verbs.hooks.PageFrameCheck;
+import org.jspecify.annotations.Nullable;
 
 /** mrcache's {@link RegistrationCache} as a {@link CacheUnderTest}. */
 public final class MrcacheUnderTest implements CacheUnderTest {
@@ -26,14 +28,24 @@ public final class MrcacheUnderTest implements CacheUnderTest {
 
     private final String name;
     private final RegistrationCache cache;
+    private final PageFrameCheck.@Nullable Guard guard;
+    private final @Nullable PageFrameCheck check;
 
     public MrcacheUnderTest(RegistrationCache cache) {
         this("mrcache", cache);
     }
 
     public MrcacheUnderTest(String name, RegistrationCache cache) {
+        this(name, cache, null, null);
+    }
+
+    /** mrcache acquiring through the library's page-frame check ({@code guard}, over {@code check}). */
+    public MrcacheUnderTest(String name, RegistrationCache cache, PageFrameCheck.@Nullable Guard guard,
+            @Nullable PageFrameCheck check) {
         this.name = name;
         this.cache = cache;
+        this.guard = guard;
+        this.check = check;
     }
 
     private record LeaseHandle(Lease lease) implements Handle {
@@ -55,7 +67,8 @@ public final class MrcacheUnderTest implements CacheUnderTest {
 
     @Override
     public Handle acquire(long address, long length, int access) {
-        return new LeaseHandle(cache.acquire(address, length, access));
+        return new LeaseHandle(guard == null ? cache.acquire(address, length, access)
+                : guard.acquire(address, length, access));
     }
 
     @Override
@@ -73,6 +86,9 @@ public final class MrcacheUnderTest implements CacheUnderTest {
         MetricsSnapshot m = cache.metrics();
         Map<String, Long> out = new LinkedHashMap<>();
         COVERAGE.forEach((label, counter) -> out.put(label, m.get(counter)));
+        if (guard != null) {
+            out.put(AddressReuseInjector.PFN_CAUGHT, guard.remapsCaught());
+        }
         return out;
     }
 
@@ -82,6 +98,12 @@ public final class MrcacheUnderTest implements CacheUnderTest {
 
     @Override
     public void close() {
-        cache.close();
+        try {
+            cache.close();
+        } finally {
+            if (check != null) {
+                check.close();
+            }
+        }
     }
 }

@@ -44,6 +44,11 @@ class AddressReuseInjectorTest {
         InjectorReport alone = run(Caches.MRCACHE, 20_000, 1, 5, faults, false);
         assertTrue(alone.staleHits() > 0 && alone.reusedWhileRegistered() > 0,
                 "lost free hooks do lead to stale hits: " + alone);
+        InjectorReport checked = run(Caches.MRCACHE_PAGE_FRAME_CHECK, 20_000, 1, 5, faults, false);
+        assertTrue(checked.coverage().get(AddressReuseInjector.PFN_CAUGHT) > 0, "the library's check caught remaps: "
+                + checked);
+        assertEquals(0, checked.staleWrites(), "no NIC write misses the buffer's current pages: " + checked);
+        assertEquals(0, checked.corruptedBuffers(), checked.toString());
         InjectorReport oracle = run(Caches.MRCACHE, 20_000, 1, 5, faults, true);
         assertTrue(oracle.oracleCaught() > 0, oracle.toString());
         assertEquals(0, oracle.staleHits(), oracle.toString());
