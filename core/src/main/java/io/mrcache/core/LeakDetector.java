@@ -68,9 +68,10 @@ final class LeakDetector {
         }
     }
 
-    /** The default listener: prints the report and the acquire stack to standard error. */
-    static void printToStderr(LeakReport report) {
-        System.err.println(report);
-        report.acquiredAt().printStackTrace();
+    private static final System.Logger LOG = System.getLogger(LeakDetector.class.getName());
+
+    /** The default listener: logs the report with the acquire stack, at WARNING, through {@link System.Logger}. */
+    static void log(LeakReport report) {
+        LOG.log(System.Logger.Level.WARNING, report.toString(), report.acquiredAt());
     }
 }

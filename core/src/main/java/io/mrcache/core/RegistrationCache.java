@@ -685,7 +685,7 @@ public final class RegistrationCache implements AutoCloseable {
         private boolean widenRemote;
         private LongSupplier nanoClock = System::nanoTime;
         private boolean leakDetection;
-        private Consumer<LeakReport> leakListener = LeakDetector::printToStderr;
+        private Consumer<LeakReport> leakListener = LeakDetector::log;
         private int faults;
         private DeregistrationRetry retry = DeregistrationRetry.DEFAULT;
 
@@ -735,7 +735,7 @@ public final class RegistrationCache implements AutoCloseable {
             return this;
         }
 
-        /** Where leak reports go (default: standard error). */
+        /** Where leak reports go (default: {@link System.Logger} {@code io.mrcache.core.LeakDetector}, WARNING). */
         public Builder leakListener(Consumer<LeakReport> listener) {
             this.leakListener = Objects.requireNonNull(listener, "listener");
             return this;

@@ -30,6 +30,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * sources still work.
  */
 public final class UnmapMonitor implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(UnmapMonitor.class.getName());
     /** Receives the ranges the kernel reports as gone. */
     @FunctionalInterface
     public interface Listener {
@@ -153,7 +154,8 @@ public final class UnmapMonitor implements AutoCloseable {
                 }
                 if (n < 0) {
                     if (!closed) {
-                        System.err.println("mrcache unmap monitor: read failed: " + Errno.describe((int) -n));
+                        LOG.log(System.Logger.Level.ERROR, "mrcache unmap monitor: read failed: "
+                                + Errno.describe((int) -n) + "; unmaps are no longer turned into invalidations");
                     }
                     return;
                 }
@@ -177,8 +179,8 @@ public final class UnmapMonitor implements AutoCloseable {
                 default -> { } // page faults and forks are not ours to handle
             }
         } catch (RuntimeException e) {
-            System.err.println("mrcache unmap monitor: listener failed for event 0x" + Integer.toHexString(event)
-                    + ": " + e);
+            LOG.log(System.Logger.Level.ERROR, "mrcache unmap monitor: listener failed for event 0x"
+                    + Integer.toHexString(event), e);
         }
     }
 

@@ -74,7 +74,8 @@ public final class SimulatedHca {
     private final AtomicLong deregistrations = new AtomicLong();
     private final AtomicLong nextPd = new AtomicLong(1);
     private volatile long memlockLimit = Long.MAX_VALUE;
-    private volatile Consumer<String> warnings = System.err::println;
+    private volatile Consumer<String> warnings =
+            w -> System.getLogger(SimulatedHca.class.getName()).log(System.Logger.Level.WARNING, w);
 
     /** Allocates a protection domain; registrations and accesses are checked against it (I7). */
     public long allocProtectionDomain() {
