@@ -294,10 +294,6 @@ final class Region {
         return Access.isRemote(access);
     }
 
-    boolean overlaps(long from, long to) {
-        return start < to && end > from;
-    }
-
     /** Whether this region covers {@code [from, to)} with rights that serve {@code requested} (I6). */
     boolean serves(long from, long to, int requested, boolean widenRemote) {
         return start <= from && end >= to && grants(access, requested, widenRemote);

@@ -192,20 +192,6 @@ final class RegionIndex {
         return List.of(regions);
     }
 
-    private static int insertionPoint(List<Region> sorted, long start) {
-        int lo = 0;
-        int hi = sorted.size();
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            if (sorted.get(mid).start <= start) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        return lo;
-    }
-
     /**
      * Index of the last region with start <= address, or -1. Branch-free halving (the comparison becomes a
      * conditional move), because a hit's lookup otherwise pays a mispredicted branch per level.

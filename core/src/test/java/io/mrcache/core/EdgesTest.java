@@ -1,0 +1,444 @@
+package io.mrcache.core;
+
+import static io.mrcache.core.Access.LOCAL_READ;
+import static io.mrcache.core.Access.LOCAL_WRITE;
+import static io.mrcache.core.Access.REMOTE_READ;
+import static io.mrcache.core.Access.REMOTE_WRITE;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The boundaries of the small parts, one by one: ranges that touch but do not overlap, requests that end exactly
+ * at a region's end, the last byte below the top of user space, and the metrics and messages each path keeps.
+ * Written to kill the mutants PIT found surviving ({@code ./mrcache mutation}).
+ */
+class EdgesTest extends CacheTestSupport {
+
+    static Region region(long start, long length, int access) {
+        return new Region(new Registration(start, length, access, 1, 1, 7, start), length, 0);
+    }
+
+    // ---------------------------------------------------------------- AddressRange
+
+    @Test
+    void addressRangeBoundaries() {
+        assertThrows(IllegalArgumentException.class, () -> AddressRange.checkedEnd("t", BASE, 0));
+        assertEquals(BASE + 1, AddressRange.checkedEnd("t", BASE, 1));
+        assertEquals(1, AddressRange.checkedEnd("t", 0, 1), "address 0 is not negative");
+        assertThrows(IllegalArgumentException.class, () -> AddressRange.checkedEnd("t", -1, 1));
+        long top = AddressRange.USER_SPACE_END;
+        assertEquals(top, AddressRange.checkedEnd("t", top - 10, 10), "ending exactly at the top is fine");
+        assertThrows(IllegalArgumentException.class, () -> AddressRange.checkedEnd("t", top - 10, 11));
+        assertEquals(8192, AddressRange.alignUp(4097, 4096));
+        assertEquals(4096, AddressRange.alignUp(4096, 4096));
+        assertEquals(4096, AddressRange.alignDown(8191, 4096));
+    }
+
+    // ---------------------------------------------------------------- PendingRegistration and Region ranges
+
+    @Test
+    void pendingRangesTouchingAreNotOverlapping() {
+        PendingRegistration p = new PendingRegistration(BASE, BASE + PAGE, LOCAL_WRITE, List.of(), false);
+        assertFalse(p.overlaps(BASE + PAGE, BASE + 2 * PAGE), "[ ) ( ): touching");
+        assertFalse(p.overlaps(BASE - PAGE, BASE), "( ) [ ): touching");
+        assertTrue(p.overlaps(BASE + PAGE - 1, BASE + PAGE));
+        assertTrue(p.overlaps(BASE - 1, BASE + 1));
+        assertTrue(p.serves(BASE, BASE + PAGE, LOCAL_WRITE, false), "exactly its range");
+        assertFalse(p.serves(BASE - 1, BASE + PAGE, LOCAL_WRITE, false));
+        assertFalse(p.serves(BASE, BASE + PAGE + 1, LOCAL_WRITE, false));
+        assertFalse(p.serves(BASE, BASE + PAGE, LOCAL_WRITE | REMOTE_WRITE, false), "lacks the right");
+        assertTrue(p.widerThan(BASE, BASE + PAGE - 1, LOCAL_WRITE));
+        assertTrue(p.widerThan(BASE + 1, BASE + PAGE, LOCAL_WRITE));
+        assertTrue(p.widerThan(BASE, BASE + PAGE, LOCAL_READ));
+        assertFalse(p.widerThan(BASE, BASE + PAGE, LOCAL_WRITE));
+    }
+
+    @Test
+    void regionServesExactlyItsRangeWithItsRights() {
+        Region r = region(BASE, PAGE, LOCAL_WRITE | LOCAL_READ);
+        assertTrue(r.serves(BASE, BASE + PAGE, LOCAL_READ, false));
+        assertFalse(r.serves(BASE - 1, BASE + PAGE, LOCAL_READ, false));
+        assertFalse(r.serves(BASE, BASE + PAGE + 1, LOCAL_READ, false));
+        assertFalse(r.serves(BASE, BASE + PAGE, REMOTE_READ, false));
+        Region remote = region(BASE, PAGE, LOCAL_WRITE | REMOTE_READ | REMOTE_WRITE);
+        assertFalse(remote.serves(BASE, BASE + PAGE, LOCAL_WRITE | REMOTE_READ, false), "I6: equal remote rights");
+        assertTrue(remote.serves(BASE, BASE + PAGE, LOCAL_WRITE | REMOTE_READ, true), "unless widened");
+        assertTrue(r.toString().contains("live"), r.toString());
+        assertTrue(r.retire());
+        assertTrue(r.toString().contains("retired"), r.toString());
+        r.deregistration().complete(null);
+        assertTrue(r.toString().contains("deregistered"), r.toString());
+        assertTrue(r.isDeregistered());
+        Region failed = region(BASE, PAGE, LOCAL_WRITE);
+        failed.retire();
+        CompletableFuture<Void> attempt = failed.startRetry();
+        attempt.completeExceptionally(new IllegalStateException("refused"));
+        assertFalse(failed.isDeregistered(), "a failed attempt is not a deregistration");
+        assertEquals(1, failed.failedDeregistrations);
+        assertFalse(failed.isLive());
+    }
+
+    @Test
+    void forcedRetirementOfTheBrokenVariantClaimsOnce() {
+        Region r = region(BASE, PAGE, LOCAL_WRITE);
+        assertEquals(Region.RETAINED, r.tryRetain(0));
+        assertTrue(r.forceRetireForFault(), "the first forced retirement claims, lease or not");
+        assertFalse(r.forceRetireForFault(), "and only the first");
+        assertFalse(r.isLive());
+    }
+
+    @Test
+    void aBackedOffHitOnARegionRetiredMeanwhileIsLeftToTheBackOff() {
+        Region r = region(BASE, PAGE, LOCAL_WRITE);
+        assertTrue(r.retire(), "idle: the retirer claims");
+        assertEquals(Region.NOT_RETAINED, r.tryRetainHit(0), "retired and claimed: nothing for the acquire to do");
+        Region leased = region(BASE, PAGE, LOCAL_WRITE);
+        assertEquals(Region.RETAINED, leased.tryRetainHit(1));
+        assertFalse(leased.retire());
+        assertEquals(Region.NOT_RETAINED, leased.tryRetainHit(2), "still leased on stripe 1");
+        assertTrue(leased.release(1), "the last release claims the deregistration");
+        assertEquals(1, leased.hits(), "the backed-off hits were not counted");
+    }
+
+    // ---------------------------------------------------------------- RegionIndex
+
+    @Test
+    void indexLookupsAtTheBoundaries() {
+        Region a = region(BASE, PAGE, LOCAL_WRITE);
+        Region b = region(BASE + 2 * PAGE, PAGE, LOCAL_WRITE | LOCAL_READ);
+        RegionIndex idx = RegionIndex.EMPTY.withAll(List.of(a, b));
+        assertSame(a, idx.findServing(BASE, BASE + PAGE, LOCAL_WRITE, false));
+        assertSame(a, idx.findServingUnchecked(BASE, BASE + PAGE, LOCAL_WRITE, false));
+        assertNull(idx.findServing(BASE, BASE + PAGE + 1, LOCAL_WRITE, false));
+        assertNull(idx.findServingUnchecked(BASE, BASE + PAGE + 1, LOCAL_WRITE, false));
+        assertNull(idx.findServing(BASE - 1, BASE + PAGE, LOCAL_WRITE, false));
+        assertNull(idx.findServingUnchecked(BASE + PAGE, BASE + 2 * PAGE, LOCAL_WRITE, false), "the gap");
+        assertNull(idx.findServing(BASE, BASE + PAGE, LOCAL_READ, false), "a lacks the right");
+        assertSame(b, idx.findServing(BASE + 2 * PAGE + 5, BASE + 3 * PAGE, LOCAL_READ, false));
+        assertFalse(idx.overlapsAny(BASE + PAGE, BASE + 2 * PAGE), "between, touching both");
+        assertTrue(idx.overlapsAny(BASE + PAGE - 1, BASE + PAGE));
+        assertTrue(idx.overlapsAny(BASE + 2 * PAGE, BASE + 2 * PAGE + 1));
+        assertFalse(idx.overlapsAny(BASE + 3 * PAGE, BASE + 4 * PAGE));
+        assertEquals(List.of(), idx.overlapping(BASE + PAGE, BASE + 2 * PAGE));
+        assertEquals(List.of(b, a), idx.overlapping(BASE, BASE + 3 * PAGE));
+        a.retire();
+        assertNull(idx.findServing(BASE, BASE + PAGE, LOCAL_WRITE, false), "a retired region is not served");
+        assertSame(a, idx.findServingUnchecked(BASE, BASE + PAGE, LOCAL_WRITE, false), "unchecked leaves that to CAS");
+        assertSame(idx, idx.with(null, List.of(region(BASE, PAGE, LOCAL_WRITE))), "removing an absent region");
+        RegionIndex onlyB = idx.with(null, List.of(a));
+        assertEquals(1, onlyB.size());
+        assertTrue(onlyB.contains(b) && !onlyB.contains(a));
+        assertFalse(onlyB.overlapsAny(BASE, BASE + PAGE), "the running maximum was rebuilt");
+        assertTrue(idx.toString().contains("0x100000"), idx.toString());
+        assertSame(RegionIndex.EMPTY, onlyB.with(null, List.of(b)));
+    }
+
+    @Test
+    void aLongRegionBeforeShortOnesIsFoundThroughTheRunningMaximum() {
+        Region longOne = region(BASE, 8 * PAGE, LOCAL_WRITE);
+        Region shortOne = region(BASE + PAGE, PAGE, LOCAL_READ);
+        RegionIndex idx = RegionIndex.EMPTY.withAll(List.of(shortOne, longOne));
+        assertSame(longOne, idx.findServing(BASE + 4 * PAGE, BASE + 5 * PAGE, LOCAL_WRITE, false));
+        assertSame(longOne, idx.findServingUnchecked(BASE + 4 * PAGE, BASE + 8 * PAGE, LOCAL_WRITE, false));
+        assertNull(idx.findServingUnchecked(BASE + 4 * PAGE, BASE + 8 * PAGE + 1, LOCAL_WRITE, false));
+        assertTrue(idx.overlapsAny(BASE + 8 * PAGE - 1, BASE + 9 * PAGE));
+        assertFalse(idx.overlapsAny(BASE + 8 * PAGE, BASE + 9 * PAGE));
+        assertEquals(List.of(longOne), idx.overlapping(BASE + 3 * PAGE, BASE + 4 * PAGE));
+    }
+
+    // ---------------------------------------------------------------- the cache's metrics, messages and getters
+
+    @Test
+    void invalidationMetricsCountUnlinkedRegionsAndDoomedRegistrations() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
+            cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+            cache.acquire(BASE + 2 * PAGE, PAGE, LOCAL_WRITE).close();
+            cache.invalidateAndWait(BASE, 3 * PAGE);
+            MetricsSnapshot m = cache.metrics();
+            assertEquals(1, m.get(CacheCounter.INVALIDATIONS));
+            assertEquals(2, m.get(CacheCounter.INVALIDATED_REGIONS));
+            cache.invalidateAndWait(BASE, 3 * PAGE);
+            assertEquals(1, cache.metrics().get(CacheCounter.INVALIDATIONS), "nothing left: not counted");
+            assertEquals(0, cache.retiringCount());
+            assertEquals(0, cache.inFlightCount());
+            assertEquals(4096, cache.alignment());
+            assertEquals(Budget.UNLIMITED, cache.budget());
+            assertFalse(cache.isClosed());
+            assertTrue(cache.toString().contains("regions=0"), cache.toString());
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void hitsOfARetiredButLeasedRegionAppearInTheMetrics() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
+            cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+            Lease held = cache.acquire(BASE, PAGE, LOCAL_WRITE); // a hit
+            cache.invalidate(BASE, PAGE); // retired, still leased: its hits live in retiring
+            assertEquals(1, cache.metrics().get(CacheCounter.HITS));
+            assertEquals(1, cache.retiringCount());
+            held.close();
+            assertEquals(1, cache.metrics().get(CacheCounter.HITS), "harvested at deregistration");
+            assertTrue(cache.registrations().isEmpty());
+        }
+    }
+
+    @Test
+    void registrationsListsWhatIsPublished() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
+            Registration r;
+            try (Lease l = cache.acquire(BASE, PAGE, LOCAL_WRITE)) {
+                r = l.registration();
+            }
+            assertEquals(List.of(r), cache.registrations());
+            cache.close();
+            assertTrue(cache.isClosed());
+        }
+    }
+
+    @Test
+    void aCustomAlignmentWidensLocalRegions() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).alignment(8192).build()) {
+            try (Lease l = cache.acquire(BASE + 100, 10, LOCAL_WRITE)) {
+                assertEquals(BASE, l.registration().address());
+                assertEquals(8192, l.registration().length());
+            }
+            assertEquals(8192, cache.alignment());
+        }
+        assertThrows(IllegalArgumentException.class, () -> RegistrationCache.builder(registrar).alignment(0));
+        assertThrows(IllegalArgumentException.class, () -> RegistrationCache.builder(registrar).alignment(-4096));
+        assertNotNull(RegistrationCache.builder(registrar).alignment(1).clock(System::nanoTime)
+                .withDeliberateBug(CacheFault.SKIP_UNLINK));
+    }
+
+    @Test
+    void theExhaustionMessageNamesTheNumbers() {
+        registrar.setMemlockLimit(65536);
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(1L << 20, 16)).build()) {
+            Lease held = cache.acquire(BASE, 2 * PAGE, LOCAL_WRITE); // leased: eviction cannot free it
+            registrar.failures((a, l, x) -> RegistrationException.ENOMEM);
+            PinnedMemoryExhaustedException e = assertThrows(PinnedMemoryExhaustedException.class,
+                    () -> cache.acquire(BASE + 4 * PAGE, PAGE, LOCAL_WRITE));
+            assertTrue(e.getMessage().contains("registering 4,096 bytes at 0x104000"), e.getMessage());
+            assertTrue(e.getMessage().contains("evicting 0 idle regions"), e.getMessage());
+            assertTrue(e.getMessage().contains("8,192 bytes pinned in 1 regions"), e.getMessage());
+            assertTrue(e.getMessage().contains("budget 1,048,576 bytes, 16 regions"), e.getMessage());
+            assertTrue(e.getMessage().contains("RLIMIT_MEMLOCK is 65,536 bytes"), e.getMessage());
+            assertEquals(8192, e.pinnedBytes());
+            registrar.failures((a, l, x) -> 0);
+            held.close();
+        }
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
+            registrar.setMemlockLimit(-1);
+            registrar.failures((a, l, x) -> RegistrationException.ENOMEM);
+            PinnedMemoryExhaustedException e = assertThrows(PinnedMemoryExhaustedException.class,
+                    () -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
+            assertTrue(e.getMessage().contains("budget unlimited bytes, unlimited regions"), e.getMessage());
+            assertTrue(e.getMessage().contains("unknown to this registrar"), e.getMessage());
+            registrar.failures((a, l, x) -> 0);
+        }
+    }
+
+    @Test
+    void aResultWithFewerRightsThanRequestedIsRefused() {
+        Registrar lessRights = new ForwardingRegistrar(registrar) {
+            @Override
+            public Registration register(long address, long length, int access) {
+                return super.register(address, length, LOCAL_READ); // drops the write right
+            }
+        };
+        try (RegistrationCache cache = RegistrationCache.builder(lessRights).build()) {
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
+            assertTrue(e.getMessage().contains("must cover the range with the rights"), e.getMessage());
+            assertEquals(1, cache.metrics().get(CacheCounter.REGISTRATION_FAILURES));
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aStageThatFailsNamesOnlyTheRegistrationsStillLive() {
+        Registration ok = new Registration(BASE, PAGE, LOCAL_WRITE, 1, 1, 7, 1);
+        Registration bad = new Registration(BASE + PAGE, PAGE, LOCAL_WRITE, 2, 2, 7, 2);
+        CompletableFuture<Void> done = CompletableFuture.completedFuture(null);
+        CompletableFuture<Void> failed = new CompletableFuture<>();
+        failed.completeExceptionally(DeregistrationException.of(bad, new RegistrationException("EBUSY", 16)));
+        CompletableFuture<Void> stage = Stages.allDeregistered("invalidate [x)", List.of(done, failed))
+                .toCompletableFuture();
+        CompletionException e = assertThrows(CompletionException.class, stage::join);
+        DeregistrationException de = (DeregistrationException) e.getCause();
+        assertEquals(List.of(bad), de.stillRegistered());
+        assertEquals(16, de.errno());
+        assertTrue(de.getMessage().startsWith("invalidate [x) did not complete"), de.getMessage());
+        assertSame(Stages.DONE, Stages.allDeregistered("nothing", List.of()));
+        assertTrue(Stages.allDeregistered("all ok", List.of(done)).toCompletableFuture().isDone());
+    }
+
+    @Test
+    void registrationLatencyComesFromTheClock() {
+        long[] now = {0};
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).clock(() -> now[0]).build()) {
+            registrar.duringRegister(() -> now[0] += 7_000);
+            cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+            assertEquals(7_000, cache.metrics().registrationNanos().getMaxValue(), 10);
+            assertEquals(PAGE, cache.metrics().registrationBytes().getMaxValue(), 4);
+        }
+    }
+
+    @Test
+    void aClosedCacheNamesTheRequestItRefuses() {
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        cache.close();
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
+        assertTrue(e.getMessage().startsWith("acquire(0x100000, 4096) on a closed RegistrationCache"), e.getMessage());
+    }
+
+    @Test
+    void joinersOfARegistrationThatDoesNotCoverItsRequestFailToo() throws Exception {
+        java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch proceed = new java.util.concurrent.CountDownLatch(1);
+        holdFirstRegister(entered, proceed);
+        Registrar shortChanging = new ForwardingRegistrar(registrar) {
+            @Override
+            public Registration register(long address, long length, int access) {
+                return super.register(address, length - 1, access);
+            }
+        };
+        try (RegistrationCache cache = RegistrationCache.builder(shortChanging).build()) {
+            java.util.concurrent.Future<Lease> owner = pool.submit(() -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
+            assertTrue(entered.await(5, java.util.concurrent.TimeUnit.SECONDS));
+            java.util.concurrent.Future<Lease> joiner = pool.submit(() -> cache.acquire(BASE, 100, LOCAL_WRITE));
+            waitFor(() -> cache.metrics().get(CacheCounter.SINGLE_FLIGHT_JOINS) == 1);
+            proceed.countDown();
+            java.util.concurrent.ExecutionException o = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> owner.get(5, java.util.concurrent.TimeUnit.SECONDS));
+            java.util.concurrent.ExecutionException j = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> joiner.get(5, java.util.concurrent.TimeUnit.SECONDS));
+            assertSame(o.getCause(), j.getCause(), "the joiner sees the owner's exception");
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void invalidateAndWaitRethrowsAFailedDeregistration() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar)
+                .deregistrationRetry(DeregistrationRetry.MANUAL).build()) {
+            cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+            registrar.deregisterFailures(r -> new RegistrationException("EBUSY", 16));
+            DeregistrationException e = assertThrows(DeregistrationException.class,
+                    () -> cache.invalidateAndWait(BASE, PAGE));
+            assertEquals(16, e.errno());
+            registrar.deregisterFailures(r -> null);
+            assertEquals(0, cache.retryQuarantined());
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void anInvalidationThatOnlyDoomsAnInFlightRegistrationIsCounted() throws Exception {
+        java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch proceed = new java.util.concurrent.CountDownLatch(1);
+        holdFirstRegister(entered, proceed);
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
+            java.util.concurrent.Future<Lease> acquiring = pool.submit(() -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
+            assertTrue(entered.await(5, java.util.concurrent.TimeUnit.SECONDS));
+            cache.invalidate(BASE, PAGE);
+            MetricsSnapshot m = cache.metrics();
+            assertEquals(1, m.get(CacheCounter.INVALIDATIONS), "a doomed registration counts");
+            assertEquals(0, m.get(CacheCounter.INVALIDATED_REGIONS), "but no region was unlinked");
+            cache.invalidate(BASE, PAGE);
+            assertEquals(1, cache.metrics().get(CacheCounter.INVALIDATIONS), "doomed once, counted once");
+            proceed.countDown();
+            acquiring.get(5, java.util.concurrent.TimeUnit.SECONDS).close();
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aByteBudgetEvictsJustEnough() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(Budget.ofBytes(4 * PAGE)).build()) {
+            cache.acquire(BASE, 2 * PAGE, LOCAL_WRITE).close();
+            cache.acquire(BASE + 4 * PAGE, 2 * PAGE, LOCAL_WRITE).close();
+            assertEquals(0, cache.metrics().get(CacheCounter.EVICTIONS), "at the budget, not over it");
+            cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE).close(); // 5 pages: one region must go
+            long pinned = cache.pinnedBytes();
+            assertTrue(pinned >= 3 * PAGE && pinned <= 4 * PAGE, "within the budget, not emptied: " + pinned);
+            assertEquals(0, cache.metrics().get(CacheCounter.BUDGET_OVERRUNS), "eviction succeeded");
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void supersededRegionsLeaveThePolicySoTheyDoNotCountAgainstTheBudget() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(Budget.ofBytes(3 * PAGE)).build()) {
+            cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+            cache.acquire(BASE, 2 * PAGE, LOCAL_WRITE).close(); // merges, superseding the first
+            cache.acquire(BASE + 5 * PAGE, PAGE, LOCAL_WRITE).close(); // 3 pages live: exactly the budget
+            assertEquals(2, cache.regionCount());
+            assertEquals(0, cache.metrics().get(CacheCounter.EVICTIONS));
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aLeasedVictimIsWithdrawnAndEvictedOnceIdle() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 1))
+                .build()) {
+            Lease a = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+            Lease b = cache.acquire(BASE + 4 * PAGE, PAGE, LOCAL_WRITE); // over the budget of one: a is leased
+            assertTrue(cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN) >= 1
+                    || cache.metrics().get(CacheCounter.BUDGET_OVERRUNS) >= 1, cache.metrics().format());
+            assertEquals(2, cache.regionCount(), "leased regions are never evicted");
+            a.close();
+            b.close();
+            assertEquals(1, cache.regionCount(), "back within the budget once idle");
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aJoinerWhoseOwnerFellBackToANarrowerRangeRegistersItsOwn() throws Exception {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar)
+                .deregistrationRetry(DeregistrationRetry.MANUAL).build()) {
+            cache.acquire(BASE, 2 * PAGE, LOCAL_WRITE).close(); // [0, 2P)
+            java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch proceed = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+            registrar.duringRegister(() -> {
+                if (calls.getAndIncrement() == 1) { // the first register of the test: the merged plan
+                    entered.countDown();
+                    await(proceed);
+                }
+            });
+            calls.set(1);
+            // the merged plan [0, 4P) is refused; the fallback is the owner's own [2P, 4P)
+            registrar.failures((a, l, x) -> a == BASE && l == 4 * PAGE ? RegistrationException.EFAULT : 0);
+            java.util.concurrent.Future<Lease> owner = pool.submit(() -> cache.acquire(BASE + PAGE + 8, 3 * PAGE - 8,
+                    LOCAL_WRITE));
+            assertTrue(entered.await(5, java.util.concurrent.TimeUnit.SECONDS));
+            // inside the merged plan, but neither inside [0, 2P) nor inside the owner's fallback [P, 4P)
+            java.util.concurrent.Future<Lease> joiner = pool.submit(() -> cache.acquire(BASE + PAGE - 100, PAGE + 200,
+                    LOCAL_WRITE));
+            waitFor(() -> cache.metrics().get(CacheCounter.SINGLE_FLIGHT_JOINS) == 1);
+            proceed.countDown();
+            try (Lease o = owner.get(5, java.util.concurrent.TimeUnit.SECONDS);
+                    Lease j = joiner.get(5, java.util.concurrent.TimeUnit.SECONDS)) {
+                assertEquals(BASE + PAGE, o.registration().address(), "the owner's own range");
+                assertTrue(j.registration().address() <= BASE + PAGE - 100
+                        && j.registration().end() >= BASE + 2 * PAGE + 100,
+                        "the joiner retried and got a registration covering its request: " + j.registration());
+            }
+        }
+        registrar.assertBalanced();
+    }
+}
