@@ -17,16 +17,26 @@ import java.util.Random;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * Runs the JMH benchmarks and, with --vs-ucx, UCX's registration cache through a native C harness on the
  * same workloads, repeating both; prints min/median/max and the ratio of medians, measured in one run.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Benchmark mrcache (JMH) and, with --vs-ucx, UCX's ucs_rcache (native C harness against",
-            "libucx-dev) on workloads W1..W7; print min/median/max over repeats and the ratio."})
+        description = {"Benchmark mrcache (JMH), and with --vs-ucx UCX's ucs_rcache, on workloads W1..W7.",
+            "UCX runs through a native C harness built against libucx-dev; min/median/max over repeats and the ratio"
+                    + " of medians are printed."},
+        exitCodeListHeading = "%nExit status:%n",
+        exitCodeList = {"0:the benchmarks ran", "1:a benchmark run failed", "2:invalid options, or the harness or the"
+                + " benchmark jar is missing"})
 final class BenchCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
     @Option(names = "--vs-ucx", description = "Also build and run the UCX harness (needs gcc and libucx-dev).")
     boolean vsUcx;
 
@@ -51,6 +61,10 @@ final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException, InterruptedException {
+        if (repeats != null && repeats < 1) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--repeats " + repeats
+                    + ": give 1 or more repeats of each side");
+        }
         Path root = Path.of(System.getProperty("mrcache.root", "."));
         Path jar = root.resolve("stress/jmh/target/benchmarks.jar");
         if (!Files.exists(jar)) {

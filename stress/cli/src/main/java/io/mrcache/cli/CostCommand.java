@@ -19,8 +19,11 @@ import picocli.CommandLine;
 
 /** The message-time model and what caching registrations saves. */
 @Command(name = "cost", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Message time T = latency + bytes / (link_gbps * 1e9 / 8 * efficiency / oversubscription),",
-            "and what caching registrations saves per message size (--what-if)."},
+        description = {"Compute message time on a link, and what caching registrations saves per message size.",
+            "T = latency + bytes / (link_gbps * 1e9 / 8 * efficiency / oversubscription); --what-if prints the"
+                    + " savings table."},
+        exitCodeListHeading = "%nExit status:%n",
+        exitCodeList = {"0:printed", "2:invalid options, or the chart file cannot be written"},
         footer = {"", "Examples:", "  ./mrcache cost --bytes 4e9 --link-gbps 400 --efficiency 0.8 --oversubscription 2"
                 + " --latency-us 5", "  ./mrcache cost --what-if --calibrate --svg cost.svg"})
 final class CostCommand implements Callable<Integer> {
@@ -68,6 +71,26 @@ final class CostCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        if (bytes != null && (bytes != Math.rint(bytes) || bytes < 0)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--bytes " + bytes
+                    + ": a message size is a whole number of bytes >= 0 (4e9 is fine, 4.5 is not)");
+        }
+        if (latencyMicros < 0) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--latency-us " + latencyMicros
+                    + ": a latency in microseconds must be >= 0");
+        }
+        if (hitNanos < 0) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--hit-ns " + hitNanos
+                    + ": the cost of a hit in nanoseconds must be >= 0");
+        }
+        if (invalidateMicros < 0) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--invalidate-us " + invalidateMicros
+                    + ": the cost of an invalidation in microseconds must be >= 0");
+        }
+        if (hitRatio != null && !(hitRatio >= 0 && hitRatio <= 1)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--hit-ratio " + hitRatio
+                    + ": a share of acquires, in [0, 1]");
+        }
         NetworkModel net;
         try {
             net = new NetworkModel(linkGbps, efficiency, oversubscription, latencyMicros * 1e-6);
@@ -127,8 +150,13 @@ final class CostCommand implements Callable<Integer> {
                     + " per use.");
         }
         if (svg != null) {
-            Files.writeString(svg, ChartSvg.render(rows, String.format("Message time, %.4g Gb/s x %.3g / %.3g,"
-                    + " latency %.3g us", linkGbps, efficiency, oversubscription, latencyMicros)));
+            try {
+                Files.writeString(svg, ChartSvg.render(rows, String.format("Message time, %.4g Gb/s x %.3g / %.3g,"
+                        + " latency %.3g us", linkGbps, efficiency, oversubscription, latencyMicros)));
+            } catch (IOException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--svg " + svg + ": cannot write the"
+                        + " chart there (" + e.getClass().getSimpleName() + ": " + e.getMessage() + ")");
+            }
             System.out.println("chart written to " + svg.toAbsolutePath());
         }
         return 0;

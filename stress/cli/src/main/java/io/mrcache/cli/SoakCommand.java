@@ -19,8 +19,8 @@ import picocli.CommandLine.Spec;
  * detectors and the same verdict as the demo; stops at the first violation.
  */
 @Command(name = "soak", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Run the address-reuse injector on mrcache for a large number of buffer lifecycles (default",
-            "10^8) with every fault, printing progress every 10 s and the detectors and hazard coverage at the end."},
+        description = {"Run the address-reuse injector on mrcache alone for many buffer lifecycles (default 10^8).",
+            "Every fault is on; progress every 10 s, then the detectors, the hazards exercised and the rate."},
         exitCodeListHeading = "%nExit status:%n",
         exitCodeList = {"0:zero on every detector", "1:a detector counted (the seed and a replay command are printed)",
             "2:invalid options"})
@@ -34,7 +34,8 @@ final class SoakCommand implements Callable<Integer> {
     @Option(names = "--threads", defaultValue = "2", description = "Worker threads (default ${DEFAULT-VALUE}).")
     int threads;
 
-    @Option(names = "--seed", description = "Seed (default: random, printed).")
+    @Option(names = "--seed", converter = Options.SeedConverter.class,
+            description = "Seed, decimal or 0x hex as printed (default: random, printed).")
     Long seed;
 
     @Option(names = "--faults", defaultValue = "all", description = "Comma list of faults (see demo; default ${DEFAULT-VALUE}).")
@@ -47,14 +48,9 @@ final class SoakCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        EnumSet<Fault> faultSet;
-        try {
-            faultSet = Fault.parse(faults);
-            new InjectorConfig(lifecycles, threads, 0, faultSet);
-        } catch (IllegalArgumentException e) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "invalid value: " + e.getMessage()
-                    + " (--lifecycles, --threads, --faults)");
-        }
+        EnumSet<Fault> faultSet = Options.faults(spec, faults);
+        Options.positive(spec, "--lifecycles", lifecycles);
+        Options.threads(spec, threads);
         if (!pinning.equals("mlock") && !pinning.equals("account")) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--pinning " + pinning
                     + ": must be mlock or account");

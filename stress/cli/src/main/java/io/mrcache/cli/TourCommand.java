@@ -30,6 +30,9 @@ import picocli.CommandLine.Option;
  * eviction within a budget.
  */
 @Command(name = "tour", mixinStandardHelpOptions = true,
+        exitCodeListHeading = "%nExit status:%n",
+        exitCodeList = {"0:every safety check of the tour held", "1:a safety check failed (it is named)",
+            "2:invalid options"},
         description = "Show the registration cache at work: hits, a free and address reuse, a free racing a"
                 + " registration, eviction; exits non-zero if any safety check fails.")
 final class TourCommand implements Callable<Integer> {

@@ -53,7 +53,7 @@ class MainTest {
         assertTrue(faults[2].contains("unknown fault 'drop-hook'") && faults[2].contains("drop-hooks"), faults[2]);
         String[] ops = capture("demo", "--ops", "0");
         assertEquals("2", ops[0]);
-        assertTrue(ops[2].contains("operations 0"), ops[2]);
+        assertTrue(ops[2].contains("--ops 0: must be > 0"), "names the option and the value: " + ops[2]);
         String[] unknown = capture("demo", "--nope");
         assertEquals("2", unknown[0]);
         assertTrue(unknown[2].contains("--nope"), unknown[2]);
@@ -139,6 +139,57 @@ class MainTest {
         String[] bad = capture("soak", "--pinning", "madvise");
         assertEquals("2", bad[0], bad[1] + bad[2]);
         assertTrue(bad[2].contains("--pinning madvise"), bad[2]);
+    }
+
+    @Test
+    void everyBadOptionExitsTwoNamingTheOptionAndTheValue() {
+        String[][] cases = {
+            {"--faults", "", "demo", "--faults", ""},
+            {"--faults 'immediate-reuse,'", "", "demo", "--faults", "immediate-reuse,"},
+            {"--ops 0", "", "demo", "--ops", "0"},
+            {"--threads 99", "", "demo", "--threads", "99"},
+            {"--repeats 0", "", "bench", "--repeats", "0"},
+            {"--bytes 4.5", "whole number", "cost", "--bytes", "4.5"},
+            {"--latency-us -5.0", "microseconds", "cost", "--bytes", "100", "--latency-us", "-5"},
+            {"--hit-ns -1.0", "nanoseconds", "cost", "--what-if", "--hit-ns", "-1"},
+            {"--svg /nonexistent-dir/x.svg", "cannot write", "cost", "--what-if", "--svg", "/nonexistent-dir/x.svg"},
+            {"--seed", "0x followed by", "demo", "--seed", "0xZZ"},
+        };
+        for (String[] c : cases) {
+            String[] args = java.util.Arrays.copyOfRange(c, 2, c.length);
+            String[] r = capture(args);
+            assertEquals("2", r[0], String.join(" ", args) + ": " + r[1] + r[2]);
+            assertTrue(r[2].contains(c[0]) && r[2].contains(c[1]), String.join(" ", args) + " -> " + r[2]);
+            assertFalse(r[2].contains("\tat "), "no stack trace: " + r[2]);
+        }
+    }
+
+    @Test
+    void hexSeedsAsTheProjectPrintsThemAreAccepted() {
+        String[] r = capture("demo", "--ops", "2000", "--threads", "1", "--faults", "immediate-reuse", "--seed",
+                "0xfffffffffffffffe");
+        assertEquals("0", r[0], r[1] + r[2]);
+        assertTrue(r[1].contains("seed -2"), r[1]);
+        assertFalse(r[1].contains("slow-registration per call"), "no note about a fault that was off: " + r[1]);
+    }
+
+    @Test
+    void helpNeverCutsACommandsSummaryMidSentence() {
+        String[] r = capture("--help");
+        for (String line : r[1].lines().filter(l -> l.startsWith("  ") && !l.startsWith("   ")).toList()) {
+            String summary = line.trim();
+            if (summary.startsWith("-")) {
+                continue; // an option
+            }
+            // a summary either ends its sentence or wraps onto an indented continuation line
+            int at = r[1].indexOf(line) + line.length() + 1;
+            String next = at < r[1].length() ? r[1].substring(at).lines().findFirst().orElse("") : "";
+            assertTrue(summary.endsWith(".") || next.startsWith("             "), "cut: '" + line + "'");
+        }
+        for (String cmd : new String[] {"demo", "soak", "tour", "cost", "bench", "devices"}) {
+            String[] h = capture(cmd, "--help");
+            assertTrue(h[1].contains("Exit status:"), cmd + " lists its exit codes: " + h[1]);
+        }
     }
 
     /** The numbers of one row of the demo's table, one per column. */

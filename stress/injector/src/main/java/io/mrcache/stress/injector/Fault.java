@@ -44,9 +44,16 @@ public enum Fault {
      */
     public static EnumSet<Fault> parse(String list) {
         EnumSet<Fault> faults = EnumSet.noneOf(Fault.class);
-        for (String raw : list.split(",")) {
+        if (list.isBlank()) {
+            throw new IllegalArgumentException("no fault named; say 'none' for no faults, or list them: " + known());
+        }
+        for (String raw : list.split(",", -1)) {
             String name = raw.trim().toLowerCase(Locale.ROOT);
-            if (name.isEmpty() || name.equals("none")) {
+            if (name.isEmpty()) {
+                throw new IllegalArgumentException("an empty name in the list (a stray or trailing comma); known: "
+                        + known() + ", all, none");
+            }
+            if (name.equals("none")) {
                 continue;
             }
             if (name.equals("all")) {
