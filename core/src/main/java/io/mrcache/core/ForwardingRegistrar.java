@@ -38,4 +38,9 @@ public abstract class ForwardingRegistrar implements Registrar {
     public long memlockLimit() {
         return delegate.memlockLimit();
     }
+
+    @Override
+    public void close() {
+        delegate.close();
+    }
 }

@@ -1,6 +1,10 @@
 package io.mrcache.core;
 
 import java.lang.ref.Cleaner;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
@@ -15,21 +19,36 @@ final class LeakDetector {
 
     private final Consumer<LeakReport> listener;
     private final Runnable onLeak;
+    private final boolean sampled;
+    /** Tracked leases not yet released or collected: what {@code close(timeout)} reports. */
+    private final Set<Tracker> live = ConcurrentHashMap.newKeySet();
 
-    LeakDetector(Consumer<LeakReport> listener, Runnable onLeak) {
+    LeakDetector(Consumer<LeakReport> listener, Runnable onLeak, LeakDetection level) {
         this.listener = listener;
         this.onLeak = onLeak;
+        this.sampled = level == LeakDetection.SAMPLED;
+    }
+
+    /** Whether this acquire is tracked: always at EVERY_LEASE, one in {@link LeakDetection#SAMPLE_INTERVAL} sampled. */
+    boolean track() {
+        return !sampled || ThreadLocalRandom.current().nextInt(LeakDetection.SAMPLE_INTERVAL) == 0;
     }
 
     Tracker newTracker(long address, long length, int access) {
-        return new Tracker(listener, onLeak, address, length, access,
+        Tracker t = new Tracker(this, address, length, access,
                 new Throwable("acquire(0x" + Long.toHexString(address) + ", " + length + ")"));
+        live.add(t);
+        return t;
+    }
+
+    /** The acquire stacks of tracked leases still held. */
+    List<Throwable> heldAcquires() {
+        return live.stream().map(t -> t.acquiredAt).toList();
     }
 
     /** The state shared by a lease and its cleaning action (which must not reach the lease). */
     static final class Tracker implements Runnable {
-        private final Consumer<LeakReport> listener;
-        private final Runnable onLeak;
+        private final LeakDetector detector;
         private final long address;
         private final long length;
         private final int access;
@@ -37,10 +56,8 @@ final class LeakDetector {
         private volatile boolean released;
         private Cleaner.@Nullable Cleanable cleanable;
 
-        private Tracker(Consumer<LeakReport> listener, Runnable onLeak, long address, long length, int access,
-                Throwable acquiredAt) {
-            this.listener = listener;
-            this.onLeak = onLeak;
+        private Tracker(LeakDetector detector, long address, long length, int access, Throwable acquiredAt) {
+            this.detector = detector;
             this.address = address;
             this.length = length;
             this.access = access;
@@ -53,6 +70,7 @@ final class LeakDetector {
 
         void released() {
             released = true;
+            detector.live.remove(this);
             Cleaner.Cleanable c = cleanable;
             if (c != null) { // watched right after construction, before the lease is returned
                 c.clean();
@@ -62,8 +80,9 @@ final class LeakDetector {
         @Override
         public void run() {
             if (!released) {
-                onLeak.run();
-                listener.accept(new LeakReport(address, length, access, acquiredAt));
+                detector.live.remove(this);
+                detector.onLeak.run();
+                detector.listener.accept(new LeakReport(address, length, access, acquiredAt));
             }
         }
     }

@@ -8,7 +8,7 @@ package io.mrcache.core;
  * <p>Implementations must be thread-safe: the cache calls {@code register} outside its locks, from many
  * threads at once.
  */
-public interface Registrar {
+public interface Registrar extends AutoCloseable {
 
     /**
      * Registers {@code [address, address + length)} with the given {@link Access} rights.
@@ -34,5 +34,14 @@ public interface Registrar {
     /** {@code RLIMIT_MEMLOCK} in bytes when the registrar knows it, else -1; quoted in ENOMEM messages. */
     default long memlockLimit() {
         return -1;
+    }
+
+    /**
+     * Releases what the registrar owns (a device context, a protection domain); call it after everything it
+     * registered is deregistered. A cache built with {@code ownsRegistrar(true)} calls it last in its close.
+     * The default owns nothing.
+     */
+    @Override
+    default void close() {
     }
 }

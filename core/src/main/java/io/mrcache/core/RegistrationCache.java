@@ -7,7 +7,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.time.Duration;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
@@ -134,6 +138,7 @@ public final class RegistrationCache implements AutoCloseable {
     private final boolean widenRemote;
     private final LongSupplier nanoClock;
     private final @Nullable LeakDetector leakDetector;
+    private final boolean ownsRegistrar;
     /** Deliberate bugs for proofs that tests can fail ({@link CacheFault}; zero in every user's cache). */
     private final int faults;
     private final CacheMetrics metrics = new CacheMetrics();
@@ -162,9 +167,9 @@ public final class RegistrationCache implements AutoCloseable {
         this.widenRemote = b.widenRemote;
         this.nanoClock = b.nanoClock;
         this.faults = b.faults;
-        this.leakDetector = b.leakDetection
-                ? new LeakDetector(b.leakListener, () -> metrics.increment(CacheCounter.LEAKED_LEASES))
-                : null;
+        this.leakDetector = b.leakDetection == LeakDetection.DISABLED ? null
+                : new LeakDetector(b.leakListener, () -> metrics.increment(CacheCounter.LEAKED_LEASES), b.leakDetection);
+        this.ownsRegistrar = b.ownsRegistrar;
         this.planner = new MissPlanner(alignment, b.mergePolicy, widenRemote);
         this.deregistrar = new Deregistrar(registrar, metrics, b.retry, faults, lock, this::forgetDeregistered);
         this.eviction = new EvictionPolicy(budget, metrics, faults, this::unlinkEvicted, deregistrar);
@@ -198,7 +203,7 @@ public final class RegistrationCache implements AutoCloseable {
             r = acquireSlow(address, end, access, stripe);
         }
         // the one allocation site: when the caller keeps the lease local, C2 can scalar-replace it
-        return leakDetector == null ? new Lease(this, r, stripe, address, length, null)
+        return leakDetector == null || !leakDetector.track() ? new Lease(this, r, stripe, address, length, null)
                 : trackedLease(leakDetector, r, stripe, address, length);
     }
 
@@ -589,6 +594,9 @@ public final class RegistrationCache implements AutoCloseable {
                 }
             }
             done = Stages.allDeregistered("close", waits).toCompletableFuture();
+            if (ownsRegistrar) { // last, and only once nothing it registered is live
+                done = done.thenRun(registrar::close);
+            }
             closeCompletion = done;
         } finally {
             lock.unlock();
@@ -610,6 +618,46 @@ public final class RegistrationCache implements AutoCloseable {
     @Override
     public void close() {
         Stages.await(closeAsync());
+    }
+
+    /**
+     * {@link #close()}, waiting at most {@code timeout} for leases to be released. On time out the cache stays
+     * closed to new acquires and finishes closing when the last lease is released.
+     *
+     * @throws LeasesStillHeldException when leases are still held after {@code timeout}: it names the regions
+     *                                  they hold and, with leak detection on, carries their acquire stacks
+     * @throws DeregistrationException  as {@link #close()}
+     */
+    public void close(Duration timeout) {
+        CompletionStage<Void> closing = closeAsync();
+        try {
+            closing.toCompletableFuture().get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            List<String> held = new ArrayList<>();
+            for (Region r : retiring.all()) {
+                long leases = r.leases();
+                if (leases > 0) {
+                    held.add("[0x" + Long.toHexString(r.start) + ", 0x" + Long.toHexString(r.end) + ") "
+                            + Access.describe(r.access) + ": " + leases + " lease(s)");
+                }
+            }
+            LeasesStillHeldException ex = new LeasesStillHeldException("close did not finish within " + timeout + ": "
+                    + held.size() + " region(s) still leased " + held + (leakDetector == null
+                            ? "; build the cache with leakDetection(LeakDetection.EVERY_LEASE) to see where they were"
+                                    + " acquired" : "; the acquire stacks of the tracked ones are attached"), held.size());
+            if (leakDetector != null) {
+                leakDetector.heldAcquires().forEach(ex::addSuppressed);
+            }
+            throw ex;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while closing", e);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException(e.getCause());
+        }
     }
 
     public boolean isClosed() {
@@ -684,7 +732,8 @@ public final class RegistrationCache implements AutoCloseable {
         private MergePolicy mergePolicy = MergePolicy.OVERLAPPING;
         private boolean widenRemote;
         private LongSupplier nanoClock = System::nanoTime;
-        private boolean leakDetection;
+        private LeakDetection leakDetection = LeakDetection.DISABLED;
+        private boolean ownsRegistrar;
         private Consumer<LeakReport> leakListener = LeakDetector::log;
         private int faults;
         private DeregistrationRetry retry = DeregistrationRetry.DEFAULT;
@@ -731,7 +780,21 @@ public final class RegistrationCache implements AutoCloseable {
 
         /** Reports leases garbage-collected without release, with their acquire stack (costs a stack per acquire). */
         public Builder leakDetection(boolean on) {
-            this.leakDetection = on;
+            return leakDetection(on ? LeakDetection.EVERY_LEASE : LeakDetection.DISABLED);
+        }
+
+        /** How many leases leak detection tracks ({@link LeakDetection}; default {@code DISABLED}). */
+        public Builder leakDetection(LeakDetection level) {
+            this.leakDetection = Objects.requireNonNull(level, "level");
+            return this;
+        }
+
+        /**
+         * Whether the cache owns its registrar: its close then closes the registrar last, once everything is
+         * deregistered (not when a deregistration failed: keys are still live). Default false.
+         */
+        public Builder ownsRegistrar(boolean owns) {
+            this.ownsRegistrar = owns;
             return this;
         }
 

@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mrcache.core.testing.RecordingRegistrar;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -403,6 +404,70 @@ class EdgesTest extends CacheTestSupport {
             b.close();
             assertEquals(1, cache.regionCount(), "back within the budget once idle");
         }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aCacheThatOwnsItsRegistrarClosesItLastAndNotWhileKeysAreLive() {
+        RegistrationCache cache = RegistrationCache.builder(registrar).ownsRegistrar(true).build();
+        Lease l = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        CompletableFuture<Void> closing = cache.closeAsync().toCompletableFuture();
+        assertFalse(registrar.isClosed(), "a lease is held: the registration is live");
+        l.close();
+        assertTrue(closing.isDone() && registrar.isClosed(), "closed after the last deregistration");
+        assertTrue(registrar.violations().isEmpty(), registrar.violations().toString());
+
+        RecordingRegistrar failing = new RecordingRegistrar();
+        RegistrationCache refused = RegistrationCache.builder(failing).ownsRegistrar(true)
+                .deregistrationRetry(DeregistrationRetry.MANUAL).build();
+        refused.acquire(BASE, PAGE, LOCAL_WRITE).close();
+        failing.deregisterFailures(r -> new RegistrationException("EBUSY", 16));
+        assertThrows(DeregistrationException.class, refused::close);
+        assertFalse(failing.isClosed(), "keys are live: the registrar stays open");
+        failing.deregisterFailures(r -> null);
+        assertEquals(0, refused.retryQuarantined());
+    }
+
+    @Test
+    void closeWithATimeoutNamesTheLeasesStillHeldAndWhereTheyWereAcquired() {
+        RegistrationCache cache = RegistrationCache.builder(registrar).leakDetection(LeakDetection.EVERY_LEASE)
+                .build();
+        Lease a = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        Lease b = cache.acquire(BASE + 4 * PAGE, PAGE, LOCAL_WRITE | REMOTE_WRITE);
+        LeasesStillHeldException e = assertThrows(LeasesStillHeldException.class,
+                () -> cache.close(java.time.Duration.ofMillis(50)));
+        assertEquals(2, e.regions());
+        assertTrue(e.getMessage().contains("[0x100000, 0x101000) LOCAL_WRITE: 1 lease(s)"), e.getMessage());
+        assertEquals(2, e.getSuppressed().length, "the acquire stacks");
+        assertTrue(e.getSuppressed()[0].getStackTrace().length > 0);
+        assertThrows(IllegalStateException.class, () -> cache.acquire(BASE, PAGE, LOCAL_WRITE), "closed to acquires");
+        a.close();
+        b.close();
+        cache.close(java.time.Duration.ofSeconds(5)); // now it finishes
+        registrar.assertBalanced();
+
+        RegistrationCache untracked = RegistrationCache.builder(registrar).build();
+        Lease c = untracked.acquire(BASE, PAGE, LOCAL_WRITE);
+        LeasesStillHeldException plain = assertThrows(LeasesStillHeldException.class,
+                () -> untracked.close(java.time.Duration.ofMillis(20)));
+        assertTrue(plain.getMessage().contains("leakDetection(LeakDetection.EVERY_LEASE)"), plain.getMessage());
+        c.close();
+    }
+
+    @Test
+    void sampledLeakDetectionTracksAboutOneAcquireInTheInterval() {
+        RegistrationCache cache = RegistrationCache.builder(registrar).leakDetection(LeakDetection.SAMPLED).build();
+        List<Lease> held = new java.util.ArrayList<>();
+        int n = LeakDetection.SAMPLE_INTERVAL * 40;
+        for (int i = 0; i < n; i++) {
+            held.add(cache.acquire(BASE, PAGE, LOCAL_WRITE));
+        }
+        LeasesStillHeldException e = assertThrows(LeasesStillHeldException.class,
+                () -> cache.close(java.time.Duration.ofMillis(20)));
+        int tracked = e.getSuppressed().length;
+        assertTrue(tracked >= 10 && tracked <= 90, "about 40 of " + n + " tracked: " + tracked);
+        held.forEach(Lease::close);
+        cache.close();
         registrar.assertBalanced();
     }
 

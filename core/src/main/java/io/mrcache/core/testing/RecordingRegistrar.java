@@ -67,6 +67,7 @@ public final class RecordingRegistrar implements Registrar {
     private volatile Consumer<Registration> onDeregister = r -> { };
     private volatile long memlockLimit = -1;
     private final boolean recordEvents;
+    private volatile boolean closed;
 
     public RecordingRegistrar() {
         this(7, true);
@@ -134,6 +135,20 @@ public final class RecordingRegistrar implements Registrar {
     @Override
     public long memlockLimit() {
         return memlockLimit;
+    }
+
+    /** Records the close; a registration still live at close is a violation (the cache closed it too early). */
+    @Override
+    public void close() {
+        if (!live.isEmpty()) {
+            violations.add("registrar closed with " + live.size() + " registrations live");
+        }
+        closed = true;
+    }
+
+    /** Whether {@link #close()} was called. */
+    public boolean isClosed() {
+        return closed;
     }
 
     public void setMemlockLimit(long bytes) {

@@ -11,7 +11,7 @@ import java.lang.foreign.MemorySegment;
  * domain. Verbs requires local write with remote write or atomic rights, so those requests also get
  * {@code IBV_ACCESS_LOCAL_WRITE}; local read is implicit in verbs.
  */
-public final class VerbsRegistrar implements Registrar, AutoCloseable {
+public final class VerbsRegistrar implements Registrar {
     private final Verbs verbs;
     private final MemorySegment context;
     private final MemorySegment pd;

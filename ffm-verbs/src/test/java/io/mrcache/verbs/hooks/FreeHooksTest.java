@@ -122,7 +122,7 @@ class FreeHooksTest {
 
     @Test
     void theDefaultCacheBudgetIsThreeQuartersOfMemlock() {
-        io.mrcache.verbs.registrar.DefaultRegistrar chosen = io.mrcache.verbs.registrar.DefaultRegistrar.choose();
+        io.mrcache.verbs.registrar.DefaultRegistrar chosen = io.mrcache.verbs.registrar.DefaultRegistrar.deviceOrSimulated();
         MemlockLimit limit = MemlockLimit.read();
         try (RegistrationCache cache = chosen.cacheBuilder().build()) {
             long expected = limit.unlimited() ? Long.MAX_VALUE : Math.max(4096, (long) (limit.soft() * 0.75));

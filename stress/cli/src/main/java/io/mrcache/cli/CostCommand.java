@@ -118,7 +118,7 @@ final class CostCommand implements Callable<Integer> {
         }
         RegistrationCostModel reg = RegistrationCostModel.defaults();
         if (calibrate) {
-            DefaultRegistrar chosen = DefaultRegistrar.choose();
+            DefaultRegistrar chosen = DefaultRegistrar.deviceOrSimulated();
             String name = chosen.why().replaceFirst(", because:.*", "");
             reg = RegistrationCalibrator.calibrate(chosen.registrar(), name, RegistrationCalibrator.DEFAULT_SIZES, 30,
                     line -> System.err.println("  " + line));

@@ -49,7 +49,7 @@ final class TourCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
                     "--hits must be >= 0 (got " + hits + ")");
         }
-        DefaultRegistrar chosen = DefaultRegistrar.choose();
+        DefaultRegistrar chosen = DefaultRegistrar.deviceOrSimulated();
         PausableRegistrar registrar = new PausableRegistrar(chosen.registrar());
         try (Arena memory = Arena.ofShared();
                 RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(64L << 20, 64))
