@@ -56,8 +56,8 @@ final class CacheMetrics {
             counts.put(c, counters[c.ordinal()].sum());
         }
         counts.merge(CacheCounter.HITS, liveHits, Long::sum);
-        return new MetricsSnapshot(counts, pinnedBytes.get(), regions.get(), quarantined, copy(registrationNanos),
-                copy(registrationBytes));
+        return new MetricsSnapshot(counts, pinnedBytes.get(), regions.get(), quarantined,
+                Distribution.of(copy(registrationNanos)), Distribution.of(copy(registrationBytes)));
     }
 
     private static Histogram copy(ConcurrentHistogram h) {

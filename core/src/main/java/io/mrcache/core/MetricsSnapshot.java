@@ -1,10 +1,11 @@
 package io.mrcache.core;
 
+import java.util.Collections;
+import java.util.EnumMap;
 import java.util.Map;
-import org.HdrHistogram.Histogram;
 
 /**
- * A point-in-time copy of a cache's metrics.
+ * A point-in-time, immutable copy of a cache's metrics.
  *
  * @param counters            every {@link CacheCounter} and its count
  * @param pinnedBytes         bytes pinned by registrations not yet deregistered (page-aligned spans)
@@ -14,7 +15,11 @@ import org.HdrHistogram.Histogram;
  * @param registrationBytes   size of successful register calls, in bytes
  */
 public record MetricsSnapshot(Map<CacheCounter, Long> counters, long pinnedBytes, long regions, long quarantined,
-        Histogram registrationNanos, Histogram registrationBytes) {
+        Distribution registrationNanos, Distribution registrationBytes) {
+
+    public MetricsSnapshot {
+        counters = Collections.unmodifiableMap(new EnumMap<>(counters));
+    }
 
     public long get(CacheCounter counter) {
         return counters.getOrDefault(counter, 0L);
@@ -36,10 +41,9 @@ public record MetricsSnapshot(Map<CacheCounter, Long> counters, long pinnedBytes
         sb.append(String.format("  %-34s %,15d%n", "pinned bytes", pinnedBytes));
         sb.append(String.format("  %-34s %,15d%n", "regions", regions));
         sb.append(String.format("  %-34s %,15d%n", "quarantined registrations", quarantined));
-        if (registrationNanos.getTotalCount() > 0) {
+        if (registrationNanos.count() > 0) {
             sb.append(String.format("  %-34s p50 %,.1f us  p99 %,.1f us  max %,.1f us%n", "registration latency",
-                    registrationNanos.getValueAtPercentile(50) / 1e3,
-                    registrationNanos.getValueAtPercentile(99) / 1e3, registrationNanos.getMaxValue() / 1e3));
+                    registrationNanos.p50() / 1e3, registrationNanos.p99() / 1e3, registrationNanos.max() / 1e3));
         }
         return sb.toString();
     }

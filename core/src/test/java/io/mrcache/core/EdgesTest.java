@@ -291,8 +291,8 @@ class EdgesTest extends CacheTestSupport {
         try (RegistrationCache cache = RegistrationCache.builder(registrar).clock(() -> now[0]).build()) {
             registrar.duringRegister(() -> now[0] += 7_000);
             cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
-            assertEquals(7_000, cache.metrics().registrationNanos().getMaxValue(), 10);
-            assertEquals(PAGE, cache.metrics().registrationBytes().getMaxValue(), 4);
+            assertEquals(7_000, cache.metrics().registrationNanos().max(), 10);
+            assertEquals(PAGE, cache.metrics().registrationBytes().max(), 4);
         }
     }
 

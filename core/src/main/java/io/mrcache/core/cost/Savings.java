@@ -1,11 +1,10 @@
 package io.mrcache.core.cost;
 
 import io.mrcache.core.CacheCounter;
+import io.mrcache.core.Distribution;
 import io.mrcache.core.MetricsSnapshot;
 import java.util.ArrayList;
 import java.util.List;
-import org.HdrHistogram.Histogram;
-import org.HdrHistogram.HistogramIterationValue;
 
 /**
  * What caching registrations saves: per message size for a what-if workload, and for a measured run.
@@ -98,17 +97,17 @@ public final class Savings {
     }
 
     public static Run forRun(MetricsSnapshot m, RegistrationCostModel reg, NetworkModel net, double hitSeconds) {
-        Histogram sizes = m.registrationBytes();
-        long registrations = sizes.getTotalCount();
+        Distribution sizes = m.registrationBytes();
+        long registrations = sizes.count();
         long hits = m.get(CacheCounter.HITS);
         long acquires = hits + m.get(CacheCounter.MISSES);
         double meanRoundTrip = 0;
         double meanNetwork = 0;
         double predicted = 0;
         if (registrations > 0) {
-            for (HistogramIterationValue v : sizes.recordedValues()) {
-                double bytes = sizes.lowestEquivalentValue(v.getValueIteratedTo()); // sizes are page multiples: the bucket floor
-                long count = v.getCountAtValueIteratedTo();
+            for (Distribution.Bucket v : sizes.buckets()) {
+                double bytes = v.value(); // sizes are page multiples: the bucket floor
+                long count = v.count();
                 double share = (double) count / registrations;
                 meanRoundTrip += share * reg.roundTrip(bytes);
                 meanNetwork += share * net.messageTime(bytes);
@@ -118,8 +117,8 @@ public final class Savings {
         double saved = hits * (meanRoundTrip - hitSeconds);
         double communication = acquires * meanNetwork;
         double withoutCache = communication + acquires * meanRoundTrip;
-        Histogram nanos = m.registrationNanos();
-        double measured = nanos.getTotalCount() * nanos.getMean() / 1e9;
+        Distribution nanos = m.registrationNanos();
+        double measured = nanos.count() * nanos.mean() / 1e9;
         return new Run(hits, saved, communication, withoutCache == 0 ? 0 : saved / withoutCache, predicted, measured);
     }
 }

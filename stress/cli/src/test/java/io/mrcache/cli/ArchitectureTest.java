@@ -23,6 +23,7 @@ class ArchitectureTest {
         "io.mrcache.jcstress.."};
     /** Packages whose public types are API. */
     static final String[] API = {"io.mrcache.core", "io.mrcache.core.cost", "io.mrcache.core.testing",
+        "io.mrcache.core.micrometer",
         "io.mrcache.verbs", "io.mrcache.verbs.hooks", "io.mrcache.verbs.ibv", "io.mrcache.verbs.sim",
         "io.mrcache.verbs.registrar"};
     /** Public only for the module's own use (their package-info says so); not API. */
