@@ -46,6 +46,9 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--repeats", description = "Repeats of each side (default 3 with --quick, else 5).")
     Integer repeats;
 
+    @Option(names = "--json", description = "Print the results as one JSON object instead of the table.")
+    boolean json;
+
     private static final String[][] ROWS = {
         // name, label, kind (ns: lower is better; tput: ns per op per thread, ratio as throughput), target
         {"w1HitExact1t", "W1 hit, exact 64 KiB of 1024, 1 thread", "ns", "<= 0.5x UCX ns/op"},
@@ -120,9 +123,34 @@ final class BenchCommand implements Callable<Integer> {
             }
         }
         double alloc = allocationPerHit(java, jar);
+        if (json) {
+            System.out.println(Json.write(jsonResults(mine, ucx, w6, alloc, reps)));
+            return 0;
+        }
         printTable(mine, ucx, w6, alloc, reps);
         printHitRatio();
         return 0;
+    }
+
+    private static Map<String, Object> jsonResults(Map<String, List<Double>> mine, Map<String, List<Double>> ucx,
+            Map<String, List<Double>> w6, double alloc, int reps) {
+        Map<String, Object> out = new java.util.LinkedHashMap<>();
+        out.put("repeats", reps);
+        List<Object> rows = new ArrayList<>();
+        for (String[] row : ROWS) {
+            Map<String, Object> r = new java.util.LinkedHashMap<>();
+            r.put("workload", row[1]);
+            r.put("benchmark", row[0]);
+            r.put("unit", "ns per op per thread");
+            r.put("mrcache", mine.getOrDefault(row[0], List.of()));
+            r.put("ucx", ucx.getOrDefault(row[0], List.of()));
+            r.put("target", row[3]);
+            rows.add(r);
+        }
+        out.put("rows", rows);
+        out.put("w6HitLatencyNs", new java.util.LinkedHashMap<>(w6));
+        out.put("allocationBytesPerHit", alloc);
+        return out;
     }
 
     private double allocationPerHit(String java, Path jar) throws IOException, InterruptedException {

@@ -9,7 +9,10 @@ import io.mrcache.verbs.registrar.DefaultRegistrar;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -69,6 +72,11 @@ final class CostCommand implements Callable<Integer> {
     @Option(names = "--svg", paramLabel = "FILE", description = "Write a chart of message time against size.")
     Path svg;
 
+    @Option(names = "--json", description = "Print one JSON object instead of text.")
+    boolean json;
+
+    private final Map<String, Object> jsonOut = new LinkedHashMap<>();
+
     @Override
     public Integer call() throws IOException {
         if (bytes != null && (bytes != Math.rint(bytes) || bytes < 0)) {
@@ -108,12 +116,19 @@ final class CostCommand implements Callable<Integer> {
         if (bytes == null && !whatIf && svg == null) {
             throw new CommandLine.ParameterException(spec.commandLine(), "give --bytes N, --what-if or --svg FILE");
         }
-        if (bytes != null) {
+        if (bytes != null && json) {
+            jsonOut.put("bytes", bytes.longValue());
+            jsonOut.put("messageSeconds", net.messageTime(bytes));
+            jsonOut.put("effectiveBytesPerSecond", net.effectiveBytesPerSecond());
+        } else if (bytes != null) {
             System.out.printf("message of %,.0f bytes: %.9g s (effective bandwidth %.4g GB/s = link %.4g Gb/s x %.3g"
                     + " efficiency / %.3g oversubscription)%n", bytes, net.messageTime(bytes),
                     net.effectiveBytesPerSecond() / 1e9, linkGbps, efficiency, oversubscription);
         }
         if (!whatIf && svg == null) {
+            if (json) {
+                System.out.println(Json.write(jsonOut));
+            }
             return 0;
         }
         RegistrationCostModel reg = RegistrationCostModel.defaults();
@@ -130,13 +145,32 @@ final class CostCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "invalid value: " + e.getMessage());
         }
-        System.out.println("registration cost: " + reg.source());
-        System.out.println("  register:   " + reg.register());
-        System.out.println("  deregister: " + reg.deregister());
-        System.out.printf("link %.4g Gb/s, efficiency %.3g, oversubscription %.3g, latency %.3g us; hit ratio %.3f,"
-                + " hit %.0f ns%n%n", linkGbps, efficiency, oversubscription, latencyMicros, h, hitNanos);
         List<Savings.Row> rows = Savings.table(w);
-        if (whatIf) {
+        if (json) {
+            jsonOut.put("registrationCost", reg.source());
+            jsonOut.put("hitRatio", h);
+            List<Map<String, Object>> table = new ArrayList<>();
+            for (Savings.Row r : rows) {
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("bytes", r.bytes());
+                m.put("networkSeconds", r.network());
+                m.put("registrationSeconds", r.registration());
+                m.put("withoutCacheSeconds", r.withoutCache());
+                m.put("cacheHitSeconds", r.cacheHit());
+                m.put("savingSeconds", r.saving());
+                m.put("savingShare", r.savingShare());
+                m.put("breakEvenUses", Savings.breakEvenUses(reg, r.bytes(), hitNanos * 1e-9, invalidateMicros * 1e-6));
+                table.add(m);
+            }
+            jsonOut.put("whatIf", table);
+        } else {
+            System.out.println("registration cost: " + reg.source());
+            System.out.println("  register:   " + reg.register());
+            System.out.println("  deregister: " + reg.deregister());
+            System.out.printf("link %.4g Gb/s, efficiency %.3g, oversubscription %.3g, latency %.3g us; hit ratio"
+                    + " %.3f, hit %.0f ns%n%n", linkGbps, efficiency, oversubscription, latencyMicros, h, hitNanos);
+        }
+        if (whatIf && !json) {
             System.out.printf("%9s %12s %12s %12s %12s %12s %8s %11s %11s %9s%n", "size", "network", "reg+dereg",
                     "no cache", "cache hit", "saving/msg", "share", "GB/s none", "GB/s cache", "break-even");
             for (Savings.Row r : rows) {
@@ -157,7 +191,14 @@ final class CostCommand implements Callable<Integer> {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--svg " + svg + ": cannot write the"
                         + " chart there (" + e.getClass().getSimpleName() + ": " + e.getMessage() + ")");
             }
-            System.out.println("chart written to " + svg.toAbsolutePath());
+            if (json) {
+                jsonOut.put("chart", svg.toAbsolutePath().toString());
+            } else {
+                System.out.println("chart written to " + svg.toAbsolutePath());
+            }
+        }
+        if (json) {
+            System.out.println(Json.write(jsonOut));
         }
         return 0;
     }

@@ -15,7 +15,9 @@ import io.mrcache.verbs.sim.SimulatedHca;
 import io.mrcache.verbs.sim.SimulatedRegistrar;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.ToLongFunction;
@@ -60,6 +62,10 @@ final class DemoCommand implements Callable<Integer> {
             completionCandidates = FaultNames.class)
     String faults;
 
+    @Option(names = "--json", description = "Print one JSON object (every column's detectors and coverage) instead of"
+            + " the tables; progress goes to standard error.")
+    boolean json;
+
     static final class FaultNames extends ArrayList<String> {
         FaultNames() {
             for (Fault f : Fault.values()) {
@@ -75,9 +81,10 @@ final class DemoCommand implements Callable<Integer> {
         Options.threads(spec, threads);
         long runSeed = seed != null ? seed : new java.util.Random().nextLong();
         boolean hooksLost = faultSet.contains(Fault.DROP_HOOKS);
-        System.out.printf("mrcache demo: %,d buffer lifecycles per cache, %d threads, seed %d, faults %s%n", ops,
+        java.io.PrintStream info = json ? System.err : System.out;
+        info.printf("mrcache demo: %,d buffer lifecycles per cache, %d threads, seed %d, faults %s%n", ops,
                 threads, runSeed, faultSet.isEmpty() ? "none" : faultSet.stream().map(Fault::option).toList());
-        System.out.printf("Workers share allocations of 64 B to 64 KiB packed like a malloc (several to a page);"
+        info.printf("Workers share allocations of 64 B to 64 KiB packed like a malloc (several to a page);"
                 + " any worker uses any buffer (alone or with its neighbours),%nfrees any buffer nobody uses, and"
                 + " whole chunks are unmapped and mapped again with new pages. Each use: acquire keys, the NIC writes"
                 + " a pattern%n(locally, or from a peer with the rkey), read it back. Reuse waits for the free hook's"
@@ -92,6 +99,36 @@ final class DemoCommand implements Callable<Integer> {
             reports.add(run("mrcache + page-frame check", Caches.MRCACHE_PAGE_FRAME_CHECK, runSeed, faultSet, false,
                     null));
             reports.add(run("mrcache + injector ORACLE", Caches.MRCACHE, runSeed, faultSet, true, null));
+        }
+        if (json) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("seed", runSeed);
+            out.put("faults", faultSet.stream().map(Fault::option).toList());
+            List<Object> columns = new ArrayList<>();
+            for (InjectorReport r : reports) {
+                Map<String, Object> c = new LinkedHashMap<>();
+                c.put("cache", r.cache());
+                c.put("operations", r.operations());
+                c.put("staleWrites", r.staleWrites());
+                c.put("corruptedBuffers", r.corruptedBuffers());
+                c.put("reusedWhileRegistered", r.reusedWhileRegistered());
+                c.put("leakedRegistrations", r.leakedRegistrations());
+                c.put("doubleDeregistrations", r.doubleDeregistrations());
+                c.put("deregisteredUnderLease", r.deregisteredUnderLease());
+                c.put("staleHits", r.staleHits());
+                c.put("oracleCaught", r.oracleCaught());
+                c.put("writesAfterFree", r.writesAfterFree());
+                c.put("remoteRejected", r.remoteRejected());
+                c.put("registrations", r.registrations());
+                c.put("lifecyclesPerSecond", r.opsPerSecond());
+                c.put("coverage", new LinkedHashMap<>(r.coverage()));
+                columns.add(c);
+            }
+            out.put("columns", columns);
+            out.put("judged", hooksLost ? "not judged: drop-hooks breaks the precondition" : judged.safe() ? "safe"
+                    : "UNSAFE");
+            System.out.println(Json.write(out));
+            return hooksLost || judged.safe() ? 0 : 1;
         }
         printTable(reports);
         printCoverage(judged);
@@ -117,7 +154,7 @@ final class DemoCommand implements Callable<Integer> {
 
     private InjectorReport run(String label, AddressReuseInjector.CacheFactory factory, long runSeed,
             EnumSet<Fault> faultSet, boolean oracle, AtomicReference<MrcacheUnderTest> keep) {
-        System.out.println("running " + label + " ...");
+        (json ? System.err : System.out).println("running " + label + " ...");
         AddressReuseInjector.CacheFactory capturing = (registrar, config) -> {
             var c = factory.create(registrar, config);
             if (keep != null && c instanceof MrcacheUnderTest m) {
@@ -126,7 +163,7 @@ final class DemoCommand implements Callable<Integer> {
             return c;
         };
         return AddressReuseInjector.run(new InjectorConfig(ops, threads, runSeed, faultSet, oracle, false), capturing,
-                line -> System.out.println("  " + line)).named(label);
+                line -> (json ? System.err : System.out).println("  " + line)).named(label);
     }
 
     private static void printTable(List<InjectorReport> reports) {

@@ -192,6 +192,23 @@ class MainTest {
         }
     }
 
+    @Test
+    void devicesCostAndDemoSpeakJson() {
+        String[] d = capture("devices", "--json");
+        assertTrue(d[1].trim().startsWith("{") && d[1].contains("\"devices\":"), d[1]);
+        String[] c = capture("cost", "--bytes", "4e9", "--link-gbps", "400", "--efficiency", "0.8",
+                "--oversubscription", "2", "--latency-us", "5", "--json");
+        assertEquals("0", c[0], c[2]);
+        assertTrue(c[1].contains("\"messageSeconds\":0.200005"), c[1]);
+        String[] w = capture("cost", "--what-if", "--json");
+        assertTrue(w[1].contains("\"whatIf\":[{\"bytes\":4096"), w[1]);
+        String[] demo = capture("demo", "--ops", "3000", "--threads", "1", "--seed", "5", "--faults", "immediate-reuse",
+                "--json");
+        assertEquals("0", demo[0], demo[1] + demo[2]);
+        assertTrue(demo[1].trim().startsWith("{\"seed\":5,") && demo[1].contains("\"judged\":\"safe\""), demo[1]);
+        assertEquals(1, demo[1].trim().lines().count(), "one JSON line on standard output, progress on error");
+    }
+
     /** The numbers of one row of the demo's table, one per column. */
     private static long[] cells(String out, String label) {
         String line = out.lines().filter(l -> l.trim().startsWith(label)).findFirst()
