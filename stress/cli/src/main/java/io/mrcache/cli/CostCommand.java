@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -185,8 +186,9 @@ final class CostCommand implements Callable<Integer> {
         }
         if (svg != null) {
             try {
-                Files.writeString(svg, ChartSvg.render(rows, String.format("Message time, %.4g Gb/s x %.3g / %.3g,"
-                        + " latency %.3g us", linkGbps, efficiency, oversubscription, latencyMicros)));
+                Files.writeString(svg, ChartSvg.render(rows, String.format(Locale.ROOT, "Message time against message size,"
+                        + " on a %s Gb/s link, efficiency %s, oversubscription %s, latency %s us; hit ratio %.2f",
+                        plain(linkGbps), plain(efficiency), plain(oversubscription), plain(latencyMicros), h)));
             } catch (IOException e) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--svg " + svg + ": cannot write the"
                         + " chart there (" + e.getClass().getSimpleName() + ": " + e.getMessage() + ")");
@@ -201,6 +203,11 @@ final class CostCommand implements Callable<Integer> {
             System.out.println(Json.write(jsonOut));
         }
         return 0;
+    }
+
+    /** A number as a person writes it: 400, 0.8, 2.5 (no trailing zeros, no exponent). */
+    static String plain(double v) {
+        return java.math.BigDecimal.valueOf(v).stripTrailingZeros().toPlainString();
     }
 
     static String time(double s) {

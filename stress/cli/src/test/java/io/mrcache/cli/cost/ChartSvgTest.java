@@ -26,13 +26,30 @@ class ChartSvgTest {
                 .parse(new ByteArrayInputStream(svg.getBytes(StandardCharsets.UTF_8)));
         assertEquals("svg", doc.getDocumentElement().getTagName());
         NodeList lines = doc.getElementsByTagName("polyline");
-        assertEquals(3, lines.getLength());
+        assertEquals(4, lines.getLength(), "no cache, at the hit ratio, every hit, network alone");
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < lines.getLength(); i++) {
             Element e = (Element) lines.item(i);
             ids.add(e.getAttribute("id"));
             assertEquals(11, e.getAttribute("points").split(" ").length, "one point per size");
         }
-        assertEquals(List.of("no-cache", "cache-hit", "network"), ids);
+        assertEquals(List.of("no-cache", "hit-ratio", "cache-hit", "network"), ids);
+        // each legend swatch has its series' colour, width and dashes
+        NodeList all = doc.getElementsByTagName("line");
+        List<Element> swatches = new ArrayList<>();
+        for (int i = 0; i < all.getLength(); i++) {
+            Element e = (Element) all.item(i);
+            if ("swatch".equals(e.getAttribute("class"))) {
+                swatches.add(e);
+            }
+        }
+        assertEquals(4, swatches.size());
+        for (int i = 0; i < 4; i++) {
+            Element line = (Element) lines.item(i);
+            Element swatch = swatches.get(i);
+            for (String attr : new String[] {"stroke", "stroke-width", "stroke-dasharray"}) {
+                assertEquals(line.getAttribute(attr), swatch.getAttribute(attr), ids.get(i) + " " + attr);
+            }
+        }
     }
 }
