@@ -1,11 +1,11 @@
 package io.mrcache.core.cost;
 
 /**
- * The lesson's message-time model: {@code T = latency + bytes / B_eff} with
+ * The message-time model of a link: {@code T = latency + bytes / B_eff} with
  * {@code B_eff = link_gbps * 1e9 / 8 * efficiency / oversubscription} bytes per second.
  *
  * @param linkGbps         nominal link rate in Gb/s (bits), > 0
- * @param efficiency       protocol efficiency, 0 < efficiency <= 1
+ * @param efficiency       protocol efficiency, {@code 0 < efficiency <= 1}
  * @param oversubscription fabric oversubscription ratio, >= 1
  * @param latencySeconds   fixed one-way latency in seconds, >= 0
  */
@@ -39,7 +39,7 @@ public record NetworkModel(double linkGbps, double efficiency, double oversubscr
         return latencySeconds + bytes / effectiveBytesPerSecond();
     }
 
-    /** The lesson's function, with its validation: bytes, link_gbps, efficiency, oversubscription, latency_s. */
+    /** The model as one function, with its validation: bytes, link_gbps, efficiency, oversubscription, latency_s. */
     public static double messageTimeSeconds(double bytes, double linkGbps, double efficiency,
             double oversubscription, double latencySeconds) {
         return new NetworkModel(linkGbps, efficiency, oversubscription, latencySeconds).messageTime(bytes);

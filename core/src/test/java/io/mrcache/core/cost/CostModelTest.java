@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 class CostModelTest {
 
     @Test
-    void theLessonsExampleHolds() {
+    void theWorkedExampleHolds() {
         assertEquals(0.200005, NetworkModel.messageTimeSeconds(4e9, 400, 0.8, 2, 5e-6), 1e-12);
         assertEquals(20e9, new NetworkModel(400, 0.8, 2, 5e-6).effectiveBytesPerSecond(), 1e-3);
     }

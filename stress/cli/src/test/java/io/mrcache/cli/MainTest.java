@@ -74,7 +74,7 @@ class MainTest {
     }
 
     @Test
-    void costPrintsTheLessonsExampleAndRejectsInvalidValuesByName() throws Exception {
+    void costPrintsTheWorkedExampleAndRejectsInvalidValuesByName() throws Exception {
         String[] r = capture("cost", "--bytes", "4e9", "--link-gbps", "400", "--efficiency", "0.8",
                 "--oversubscription", "2", "--latency-us", "5");
         assertEquals("0", r[0], r[2]);
