@@ -24,7 +24,7 @@ public final class Verdict {
     public static void main(String[] args) throws IOException, InterruptedException {
         String jar = args[0];
         String mode = args.length > 1 ? args[1] : "quick";
-        String filter = args.length > 2 ? args[2] : "io\\.mrcache\\.core\\.Race.*";
+        String filter = args.length > 2 ? args[2] : "io\\.mrcache\\.jcstress\\.races\\.Race.*";
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
 
         List<String> listed = run(List.of(java, "-jar", jar, "-l", "-t", filter), null);

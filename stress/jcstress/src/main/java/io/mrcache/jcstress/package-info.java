@@ -1,7 +1,7 @@
 /**
  * The verdict over the jcstress races: every real race must pass and every broken variant must be caught.
- * The races themselves live in package {@code io.mrcache.core} of this module, to reach the package-private
- * fault seam of the cache.
+ * The races live in {@code io.mrcache.jcstress.races}; their broken variants come from the cache's public
+ * proofs-only seam, {@code RegistrationCache.Builder.withDeliberateBug}.
  *
  * <p>Depends on: jcstress.
  */

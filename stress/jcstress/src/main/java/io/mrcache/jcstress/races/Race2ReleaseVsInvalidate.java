@@ -1,4 +1,10 @@
-package io.mrcache.core;
+package io.mrcache.jcstress.races;
+
+import io.mrcache.core.Access;
+import io.mrcache.core.Budget;
+import io.mrcache.core.CacheFault;
+import io.mrcache.core.Lease;
+import io.mrcache.core.RegistrationCache;
 
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;

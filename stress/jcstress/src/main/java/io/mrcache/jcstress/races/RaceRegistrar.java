@@ -1,4 +1,12 @@
-package io.mrcache.core;
+package io.mrcache.jcstress.races;
+
+import io.mrcache.core.Access;
+import io.mrcache.core.Budget;
+import io.mrcache.core.CacheFault;
+import io.mrcache.core.Lease;
+import io.mrcache.core.Registrar;
+import io.mrcache.core.Registration;
+import io.mrcache.core.RegistrationCache;
 
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -74,7 +82,11 @@ final class RaceRegistrar implements Registrar {
     }
 
     static RegistrationCache cache(RaceRegistrar registrar, Budget budget, CacheFault... faults) {
-        return RegistrationCache.builder(registrar).budget(budget).faults(faults).build();
+        RegistrationCache.Builder b = RegistrationCache.builder(registrar).budget(budget);
+        for (CacheFault f : faults) {
+            b.withDeliberateBug(f);
+        }
+        return b.build();
     }
 
     private static void spin(int n) {
