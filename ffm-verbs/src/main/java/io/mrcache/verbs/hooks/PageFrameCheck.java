@@ -23,9 +23,10 @@ import org.jspecify.annotations.Nullable;
  * it), invalidate the range and acquire again.
  *
  * <p>What it samples: the first and the last page of the range and up to {@link #SAMPLED_PAGES} pages evenly
- * between them, at registration and on each hit, so a hit costs one {@code pread} of at most that many 8-byte
- * entries. A reuse that replaced only pages between the samples goes unseen; set the sample larger where that
- * matters. It detects a <em>remapping</em> (new pages behind the addresses); a free whose memory stays mapped
+ * between them, at registration and on each hit; a hit costs one {@code pread} of the range's 8-byte entries
+ * (up to 64 pages; beyond, one per sample). Measured per hit (PageFrameCheckBenchmarks): about 0.9 us for a
+ * 4 KiB range, 1.3 us for 64 KiB, 7 us for 1 MiB, against 11 ns without the check. A reuse that replaced only
+ * pages between the samples goes unseen. It detects a <em>remapping</em> (new pages behind the addresses); a free whose memory stays mapped
  * and is handed out again keeps its pages, so nothing here can see it, and nothing needs to: the old
  * registration still pins the very pages the new buffer uses.
  *
@@ -35,6 +36,8 @@ import org.jspecify.annotations.Nullable;
 public final class PageFrameCheck implements AutoCloseable {
     /** Pages read per range at most (first, last and evenly spaced between). */
     public static final int SAMPLED_PAGES = 8;
+    /** Ranges up to this many pages are read in one {@code pread} (measured: one read of 16 entries costs a fifth of 8 reads; of 256 entries, more than 8 reads). */
+    private static final long ONE_READ_PAGES = 64;
     private static final System.Logger LOG = System.getLogger(PageFrameCheck.class.getName());
     private static final long PAGE = 4096;
     private static final long PFN_MASK = (1L << 55) - 1;
@@ -94,8 +97,11 @@ public final class PageFrameCheck implements AutoCloseable {
             return read(first, (int) pages);
         }
         long[] out = new long[SAMPLED_PAGES];
+        // one read of every entry is one system call; up to ONE_READ_PAGES entries that beats a read per sample
+        long[] all = pages <= ONE_READ_PAGES ? read(first, (int) pages) : null;
         for (int i = 0; i < SAMPLED_PAGES; i++) {
-            out[i] = read(first + (pages - 1) * i / (SAMPLED_PAGES - 1), 1)[0];
+            long page = (pages - 1) * i / (SAMPLED_PAGES - 1);
+            out[i] = all != null ? all[(int) page] : read(first + page, 1)[0];
         }
         return out;
     }
