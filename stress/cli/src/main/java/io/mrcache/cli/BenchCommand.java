@@ -132,7 +132,7 @@ final class BenchCommand implements Callable<Integer> {
         return 0;
     }
 
-    private static Map<String, Object> jsonResults(Map<String, List<Double>> mine, Map<String, List<Double>> ucx,
+    static Map<String, Object> jsonResults(Map<String, List<Double>> mine, Map<String, List<Double>> ucx,
             Map<String, List<Double>> w6, double alloc, int reps) {
         Map<String, Object> out = new java.util.LinkedHashMap<>();
         out.put("repeats", reps);

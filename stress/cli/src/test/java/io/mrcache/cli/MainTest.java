@@ -40,6 +40,7 @@ class MainTest {
         String[] r = capture("tour", "--hits", "1000");
         assertEquals("0", r[0], r[1] + r[2]);
         assertTrue(r[1].contains("All safety checks passed."), r[1]);
+        assertTrue(r[1].contains("cold: too few hits to warm up first"), "1,000 hits cannot warm up: " + r[1]);
         assertTrue(r[1].contains("discarded in-flight registrations"), r[1]);
     }
 
@@ -207,6 +208,33 @@ class MainTest {
         assertEquals("0", demo[0], demo[1] + demo[2]);
         assertTrue(demo[1].trim().startsWith("{\"seed\":5,") && demo[1].contains("\"judged\":\"safe\""), demo[1]);
         assertEquals(1, demo[1].trim().lines().count(), "one JSON line on standard output, progress on error");
+    }
+
+    @Test
+    void benchJsonCarriesEveryRowWithBothSides() {
+        String json = Json.write(BenchCommand.jsonResults(java.util.Map.of("w1HitExact1t", java.util.List.of(10.0, 11.0)),
+                java.util.Map.of("w1HitExact1t", java.util.List.of(40.0)), java.util.Map.of(), 0.0, 2));
+        assertTrue(json.startsWith("{\"repeats\":2,\"rows\":[{\"workload\":\"W1 hit, exact 64 KiB of 1024, 1 thread\""),
+                json);
+        assertTrue(json.contains("\"mrcache\":[10.0,11.0],\"ucx\":[40.0]"), json);
+        assertTrue(json.contains("\"allocationBytesPerHit\":0.0"), json);
+        assertEquals("{\"a\":\"q\\\"\\n\"}", Json.write(java.util.Map.of("a", "q\"\n")), "escaping");
+    }
+
+    @Test
+    void theVersionAndTheLaunchersOwnHelp() throws Exception {
+        String[] v = capture("--version");
+        assertEquals("0", v[0]);
+        assertTrue(v[1].startsWith("mrcache ") && v[1].contains("Java " + Runtime.version().feature()), v[1]);
+        java.nio.file.Path launcher = java.nio.file.Path.of(System.getProperty("user.dir")).resolve("../../mrcache")
+                .normalize();
+        for (String cmd : new String[] {"test", "jcstress"}) {
+            Process p = new ProcessBuilder("bash", launcher.toString(), cmd, "--help").redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS));
+            assertEquals(0, p.exitValue(), out);
+            assertTrue(out.startsWith("Usage: ./mrcache " + cmd) && out.contains("Exit status:"), out);
+        }
     }
 
     /** The numbers of one row of the demo's table, one per column. */
