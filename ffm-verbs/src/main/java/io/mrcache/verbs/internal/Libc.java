@@ -26,6 +26,8 @@ public final class Libc {
     public static final int MAP_FIXED = 0x10;
     public static final int MAP_SHARED = 0x01;
     public static final int MAP_NORESERVE = 0x4000;
+    /** Populate the page tables at mmap time: the pages are present (as a registration makes them). */
+    public static final int MAP_POPULATE = 0x8000;
     public static final int PROT_NONE = 0;
     public static final int MADV_DONTNEED = 4;
     public static final int MREMAP_MAYMOVE = 1;

@@ -163,12 +163,10 @@ final class MallocArena {
         long r = freeRuns.pollFirst();
         runState.get(r)[1] = 1;
         MemorySegment.ofAddress(r).reinterpret(CHUNK).fill((byte) 0);
-        Libc.mmap(chunkAddress(c), CHUNK, Libc.PROT_READ | Libc.PROT_WRITE, Libc.MAP_SHARED | Libc.MAP_FIXED, memfd,
-                r - physicalView);
-        MemorySegment mapped = MemorySegment.ofAddress(chunkAddress(c)).reinterpret(CHUNK);
-        for (long p = 0; p < CHUNK; p += PAGE) {
-            mapped.get(java.lang.foreign.ValueLayout.JAVA_BYTE, p); // fault the pages in, as a registration pins them
-        }
+        // MAP_POPULATE: the pages are present at once, as a registration makes them (touching them from Java
+        // instead is a loop of unused reads that the JIT may remove, leaving page frames that read as absent)
+        Libc.mmap(chunkAddress(c), CHUNK, Libc.PROT_READ | Libc.PROT_WRITE,
+                Libc.MAP_SHARED | Libc.MAP_FIXED | Libc.MAP_POPULATE, memfd, r - physicalView);
         int slots = (int) (CHUNK / SIZES[sizeClass]);
         state[c] = ChunkState.MAPPED;
         mappings[c]++;
