@@ -21,7 +21,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The boundaries of the small parts, one by one: ranges that touch but do not overlap, requests that end exactly
  * at a region's end, the last byte below the top of user space, and the metrics and messages each path keeps.
- * Written to kill the mutants PIT found surviving ({@code ./mrcache mutation}).
+ * Written to kill the mutants PIT found surviving ({@code ./mrcache mutation}); a catalogue of small cases,
+ * hence its length.
  */
 class EdgesTest extends CacheTestSupport {
 

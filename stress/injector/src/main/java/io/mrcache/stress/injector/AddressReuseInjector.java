@@ -45,6 +45,10 @@ import java.util.function.Consumer;
  * exercised each hazard. Before the main run, a close race: caches closed while workers' registrations are in
  * flight.
  *
+ * <p>The file is long (about 700 lines) because it nests the run's shared state ({@code Run}: the pool, the
+ * detectors, the free hooks) and the worker loop ({@code Worker}), each under 400 lines, which share those
+ * detectors and the pool; the allocator and the NIC live in their own classes.
+ *
  * <p>A run is seeded; with one thread it is deterministic (remote writes then run inline, delayed hooks are
  * delayed by a count of operations, and there is no close race), so the seed replays the same counts.
  */
