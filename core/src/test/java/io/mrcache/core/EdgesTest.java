@@ -473,6 +473,104 @@ class EdgesTest extends CacheTestSupport {
     }
 
     @Test
+    void listingTheQuarantineLetsGoOfTheLock() throws Exception {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar)
+                .deregistrationRetry(DeregistrationRetry.MANUAL).build()) {
+            cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+            registrar.deregisterFailures(r -> new RegistrationException("EBUSY", 16));
+            cache.invalidate(BASE, PAGE);
+            assertEquals(1, cache.quarantined().size());
+            // another thread must get the cache's lock afterwards (metrics() takes it)
+            java.util.concurrent.Future<MetricsSnapshot> other = pool.submit(cache::metrics);
+            assertEquals(1, other.get(5, java.util.concurrent.TimeUnit.SECONDS).quarantined());
+            registrar.deregisterFailures(r -> null);
+            assertEquals(0, cache.retryQuarantined());
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void rightsStayWithTheirRegionsWhenTheIndexGrowsAndShrinksInTheMiddle() {
+        Region a = region(BASE, PAGE, LOCAL_READ);
+        Region c = region(BASE + 4 * PAGE, PAGE, LOCAL_WRITE);
+        Region b = region(BASE + 2 * PAGE, PAGE, LOCAL_WRITE | LOCAL_READ | REMOTE_READ);
+        RegionIndex idx = RegionIndex.EMPTY.withAll(List.of(a, c)).withAll(List.of(b)); // b lands in the middle
+        assertSame(c, idx.findServingUnchecked(BASE + 4 * PAGE, BASE + 5 * PAGE, LOCAL_WRITE, false));
+        assertNull(idx.findServingUnchecked(BASE + 4 * PAGE, BASE + 5 * PAGE, LOCAL_READ, false), "c has no read");
+        assertSame(b, idx.findServingUnchecked(BASE + 2 * PAGE, BASE + 3 * PAGE, LOCAL_READ | REMOTE_READ, false));
+        RegionIndex without = idx.with(null, List.of(a)); // removal at the front shifts b and c
+        assertSame(b, without.findServingUnchecked(BASE + 2 * PAGE, BASE + 3 * PAGE, LOCAL_READ | REMOTE_READ,
+                false));
+        assertSame(c, without.findServingUnchecked(BASE + 4 * PAGE, BASE + 5 * PAGE, LOCAL_WRITE, false));
+        assertNull(without.findServingUnchecked(BASE + 4 * PAGE, BASE + 5 * PAGE, LOCAL_READ, false));
+    }
+
+    @Test
+    void overlapQueriesBehindALongerRegionStopAtTheRightPlace() {
+        Region longOne = region(BASE, 4 * PAGE, LOCAL_WRITE);
+        Region inner = region(BASE + PAGE, PAGE, LOCAL_WRITE);
+        RegionIndex idx = RegionIndex.EMPTY.withAll(List.of(longOne, inner));
+        assertEquals(List.of(longOne), idx.overlapping(BASE + 2 * PAGE, BASE + 3 * PAGE), "only the long one");
+        assertEquals(List.of(), idx.overlapping(BASE + 4 * PAGE, BASE + 5 * PAGE), "touching the long one's end");
+        assertFalse(idx.overlapsAny(BASE + 4 * PAGE, BASE + 5 * PAGE));
+        assertTrue(idx.overlapsAny(BASE + 4 * PAGE - 1, BASE + 5 * PAGE));
+        assertTrue(idx.overlapsAny(BASE + 2 * PAGE, BASE + 2 * PAGE + 1), "inside the long one only");
+    }
+
+    @Test
+    void adjacentMergingReachesExactlyTheTouchingRegion() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar)
+                .mergePolicy(MergePolicy.OVERLAPPING_AND_ADJACENT).build()) {
+            cache.acquire(BASE, PAGE, LOCAL_WRITE).close(); // [0, P)
+            cache.acquire(BASE + 3 * PAGE, PAGE, LOCAL_WRITE).close(); // [3P, 4P): one page away from [P, 2P)
+            try (Lease l = cache.acquire(BASE + PAGE, PAGE, LOCAL_WRITE)) { // touches [0, P) only
+                assertEquals(BASE, l.registration().address(), "merged with the touching region");
+                assertEquals(2 * PAGE, l.registration().length(), "but not with the one a page away");
+            }
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aRequestEndingAtARegionsEndThatLacksARightIsAnUpgradeNotAMerge() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
+            cache.acquire(BASE, 2 * PAGE, LOCAL_READ).close();
+            try (Lease l = cache.acquire(BASE + PAGE, PAGE, LOCAL_WRITE)) { // ends exactly at the region's end
+                assertEquals(BASE, l.registration().address());
+                assertEquals(LOCAL_READ | LOCAL_WRITE, l.registration().access());
+            }
+            assertEquals(1, cache.metrics().get(CacheCounter.ACCESS_UPGRADES), "covered: an upgrade");
+            assertEquals(0, cache.metrics().get(CacheCounter.MERGES));
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aMemlockLimitOfZeroIsQuotedAndAZeroLengthResultIsRefused() {
+        registrar.setMemlockLimit(0);
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
+            registrar.failures((a, l, x) -> RegistrationException.ENOMEM);
+            PinnedMemoryExhaustedException e = assertThrows(PinnedMemoryExhaustedException.class,
+                    () -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
+            assertTrue(e.getMessage().contains("RLIMIT_MEMLOCK is 0 bytes"), e.getMessage());
+            registrar.failures((a, l, x) -> 0);
+        }
+        Registrar empty = new ForwardingRegistrar(registrar) {
+            @Override
+            public Registration register(long address, long length, int access) {
+                Registration r = super.register(address, length, access);
+                return new Registration(r.address(), 0, r.access(), r.lkey(), r.rkey(), r.protectionDomain(),
+                        r.handle());
+            }
+        };
+        try (RegistrationCache cache = RegistrationCache.builder(empty).build()) {
+            // a zero-length registration at the right address cannot cover anything: refused, and deregistered
+            assertThrows(IllegalStateException.class, () -> cache.acquire(BASE, 1, LOCAL_WRITE));
+        }
+        assertEquals(registrar.registerCount(), registrar.deregisterCount());
+    }
+
+    @Test
     void aJoinerWhoseOwnerFellBackToANarrowerRangeRegistersItsOwn() throws Exception {
         try (RegistrationCache cache = RegistrationCache.builder(registrar)
                 .deregistrationRetry(DeregistrationRetry.MANUAL).build()) {
