@@ -3,221 +3,185 @@ package io.mrcache.core;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
 /**
- * An immutable interval index: regions sorted by start address, with a running maximum of their ends so
- * that a lookup can stop scanning left as soon as no earlier region can reach far enough.
+ * An immutable interval index: a persistent B+-tree of regions ordered by start address (overlaps allowed;
+ * remote regions are exact and never merged), each node keeping the running maximum of the ends below it so
+ * that a lookup stops going left as soon as nothing earlier can reach far enough.
  *
- * <p>Readers use a published instance without locks; writers build a new one (copy on write, O(n)) under
- * the cache's index lock. Overlaps are allowed (remote regions are exact and never merged).
+ * <p>Readers use a published instance without locks and without allocating. Writers build a new one under
+ * the cache's index lock by path copying: an insertion or removal copies the nodes from the root to one leaf
+ * (at most {@value #FANOUT} entries each), O(log n), and shares every other node with the old index. A tree
+ * left sparse by removals (on average under a quarter full) is rebuilt, which costs O(n) once per Omega(n)
+ * removals.
  */
 final class RegionIndex {
-    static final RegionIndex EMPTY = new RegionIndex(new Region[0]);
+    static final RegionIndex EMPTY = new RegionIndex(null);
+    /** Most entries of a leaf and children of an inner node. */
+    static final int FANOUT = 32;
+    /** How full a rebuild packs its nodes: room for insertions before the next split. */
+    private static final int PACKED = FANOUT * 3 / 4;
 
-    private final Region[] regions;
-    private final long[] starts;
-    private final long[] ends;
-    /** Each region's rights, beside its range: a lookup reads no region object until it has found one. */
-    private final int[] accesses;
-    /** maxEnds[i] = max(ends[0..i]). */
-    private final long[] maxEnds;
+    private final @Nullable Node root;
 
-    private RegionIndex(Region[] sortedRegions) {
-        this.regions = sortedRegions;
-        this.starts = new long[sortedRegions.length];
-        this.ends = new long[sortedRegions.length];
-        this.accesses = new int[sortedRegions.length];
-        for (int i = 0; i < sortedRegions.length; i++) {
-            starts[i] = sortedRegions[i].start;
-            ends[i] = sortedRegions[i].end;
-            accesses[i] = sortedRegions[i].access;
-        }
-        this.maxEnds = new long[sortedRegions.length];
-        fillMaxEnds(0);
+    private RegionIndex(@Nullable Node root) {
+        this.root = root;
     }
 
-    private RegionIndex(Region[] regions, long[] starts, long[] ends, int[] accesses, int dirtyFrom,
-            long[] oldMaxEnds) {
-        this.regions = regions;
-        this.starts = starts;
-        this.ends = ends;
-        this.accesses = accesses;
-        this.maxEnds = new long[regions.length];
-        System.arraycopy(oldMaxEnds, 0, maxEnds, 0, Math.min(dirtyFrom, regions.length));
-        fillMaxEnds(dirtyFrom);
-    }
-
-    private void fillMaxEnds(int from) {
-        long max = from == 0 ? Long.MIN_VALUE : maxEnds[from - 1];
-        for (int i = from; i < ends.length; i++) {
-            max = Math.max(max, ends[i]);
-            maxEnds[i] = max;
+    private static RegionIndex of(@Nullable Node root) {
+        if (root == null) {
+            return EMPTY;
         }
+        while (!root.isLeaf && root.children.length == 1) {
+            root = root.children[0]; // a removal left a root with one child
+        }
+        if (root.leaves > 1 && root.size * 4 < root.leaves * FANOUT) {
+            return new RegionIndex(build(root.all()));
+        }
+        return new RegionIndex(root);
     }
 
     int size() {
-        return regions.length;
+        return root == null ? 0 : root.size;
+    }
+
+    /** Height of the tree (0 when empty, 1 for a single leaf): for tests of the O(log n) shape. */
+    int height() {
+        int h = 0;
+        for (Node n = root; n != null; n = n.isLeaf ? null : n.children[0]) {
+            h++;
+        }
+        return h;
     }
 
     /** A live region serving the request, or null. Allocation-free. */
     @Nullable Region findServing(long from, long to, int access, boolean widenRemote) {
-        // regions[i].start <= from for i <= last; scan left while something can still reach 'to'
-        for (int i = lastStartAtOrBefore(from); i >= 0 && maxEnds[i] >= to; i--) {
-            if (ends[i] >= to && Region.grants(accesses[i], access, widenRemote) && regions[i].isLive()) {
-                return regions[i];
-            }
-        }
-        return null;
+        return root == null ? null : root.find(from, to, access, widenRemote, true);
     }
 
     /**
      * The hit path's lookup: like {@link #findServing} but reads only the index's arrays, leaving the region's
      * lease word (the one cache line threads write) to the compare-and-set that follows, which fails on a
-     * retired region anyway.
+     * retired region anyway. Walks straight down to the leaf holding the last start at or before {@code from}
+     * and scans it; only when that fails and an earlier subtree can still reach {@code to} does it search the
+     * tree.
      */
     @Nullable Region findServingUnchecked(long from, long to, int access, boolean widenRemote) {
-        for (int i = lastStartAtOrBefore(from); i >= 0 && maxEnds[i] >= to; i--) {
-            if (ends[i] >= to && Region.grants(accesses[i], access, widenRemote)) {
-                return regions[i];
+        Node top = root;
+        if (top == null) {
+            return null;
+        }
+        Node n = top;
+        boolean earlierMayServe = false;
+        while (!n.isLeaf) {
+            int i = lastAtOrBefore(n.starts, from);
+            if (i < 0) {
+                return null;
+            }
+            earlierMayServe |= i > 0 && n.maxEnds[i - 1] >= to;
+            n = n.children[i];
+        }
+        for (int i = lastAtOrBefore(n.starts, from); i >= 0 && n.maxEnds[i] >= to; i--) {
+            if (n.ends[i] >= to && Region.grants(n.accesses[i], access, widenRemote)) {
+                return n.regions[i];
             }
         }
-        return null;
+        return earlierMayServe ? top.find(from, to, access, widenRemote, false) : null;
     }
 
     /** Whether any region overlaps {@code [from, to)}. Allocation-free: the free hooks' fast path. */
     boolean overlapsAny(long from, long to) {
-        for (int i = lastStartBefore(to); i >= 0 && maxEnds[i] > from; i--) {
-            if (ends[i] > from) {
-                return true;
-            }
-        }
-        return false;
+        return root != null && root.overlapsAny(from, to);
     }
 
-    /** Every region overlapping {@code [from, to)}: start < to and end > from. */
+    /** Every region overlapping {@code [from, to)} (start < to and end > from), latest start first. */
     List<Region> overlapping(long from, long to) {
         List<Region> out = new ArrayList<>(2);
-        for (int i = lastStartBefore(to); i >= 0 && maxEnds[i] > from; i--) {
-            if (ends[i] > from) {
-                out.add(regions[i]);
-            }
+        if (root != null) {
+            root.collectOverlapping(from, to, out);
         }
         return out;
     }
 
     boolean contains(Region region) {
-        return indexOf(region) >= 0;
+        return root != null && root.contains(region);
     }
 
-    /**
-     * A new index with {@code added} (may be null) and without {@code removed}. Copies arrays with
-     * {@code System.arraycopy} and recomputes the running maximum only from the first changed position: a
-     * miss publishes in well under a microsecond at a thousand regions.
-     */
+    /** A new index with {@code added} (may be null) and without {@code removed}. O(log n) per region. */
     RegionIndex with(@Nullable Region added, Collection<Region> removed) {
-        RegionIndex r = this;
+        Node r = root;
         for (Region gone : removed) {
-            r = r.without(gone);
+            if (r != null) {
+                r = r.remove(gone);
+            }
         }
-        return added == null ? r : r.plus(added);
+        if (added != null) {
+            r = r == null ? Node.leaf(new Region[] {added}) : r.insertSplittingRoot(added);
+        }
+        return r == root ? this : of(r);
     }
 
     /** A new index that also holds {@code added}. */
     RegionIndex withAll(Collection<Region> added) {
         RegionIndex r = this;
         for (Region a : added) {
-            r = r.plus(a);
+            r = r.with(a, List.of());
         }
         return r;
     }
 
-    private RegionIndex plus(Region added) {
-        int n = regions.length;
-        int at = lastStartAtOrBefore(added.start) + 1; // after every region starting at or before it
-        Region[] rs = new Region[n + 1];
-        long[] ss = new long[n + 1];
-        long[] es = new long[n + 1];
-        int[] as = new int[n + 1];
-        System.arraycopy(regions, 0, rs, 0, at);
-        System.arraycopy(starts, 0, ss, 0, at);
-        System.arraycopy(ends, 0, es, 0, at);
-        System.arraycopy(accesses, 0, as, 0, at);
-        rs[at] = added;
-        ss[at] = added.start;
-        es[at] = added.end;
-        as[at] = added.access;
-        System.arraycopy(regions, at, rs, at + 1, n - at);
-        System.arraycopy(starts, at, ss, at + 1, n - at);
-        System.arraycopy(ends, at, es, at + 1, n - at);
-        System.arraycopy(accesses, at, as, at + 1, n - at);
-        return new RegionIndex(rs, ss, es, as, at, maxEnds);
-    }
-
-    private RegionIndex without(Region gone) {
-        int at = indexOf(gone);
-        if (at < 0) {
-            return this;
-        }
-        int n = regions.length;
-        if (n == 1) {
-            return EMPTY;
-        }
-        Region[] rs = new Region[n - 1];
-        long[] ss = new long[n - 1];
-        long[] es = new long[n - 1];
-        int[] as = new int[n - 1];
-        System.arraycopy(regions, 0, rs, 0, at);
-        System.arraycopy(starts, 0, ss, 0, at);
-        System.arraycopy(ends, 0, es, 0, at);
-        System.arraycopy(accesses, 0, as, 0, at);
-        System.arraycopy(regions, at + 1, rs, at, n - at - 1);
-        System.arraycopy(starts, at + 1, ss, at, n - at - 1);
-        System.arraycopy(ends, at + 1, es, at, n - at - 1);
-        System.arraycopy(accesses, at + 1, as, at, n - at - 1);
-        return new RegionIndex(rs, ss, es, as, at, maxEnds);
-    }
-
-    private int indexOf(Region region) {
-        for (int i = lastStartAtOrBefore(region.start); i >= 0 && starts[i] == region.start; i--) {
-            if (regions[i] == region) {
-                return i;
-            }
-        }
-        return -1;
-    }
-
+    /** Every region, in start order. */
     List<Region> all() {
-        return List.of(regions);
+        return root == null ? List.of() : Collections.unmodifiableList(root.all());
+    }
+
+    /** A packed tree over regions already in start order. */
+    private static @Nullable Node build(List<Region> sorted) {
+        if (sorted.isEmpty()) {
+            return null;
+        }
+        List<Node> level = new ArrayList<>();
+        for (int i = 0; i < sorted.size(); i += PACKED) {
+            level.add(Node.leaf(sorted.subList(i, Math.min(sorted.size(), i + PACKED)).toArray(Region[]::new)));
+        }
+        while (level.size() > 1) {
+            List<Node> up = new ArrayList<>();
+            for (int i = 0; i < level.size(); i += PACKED) {
+                up.add(Node.inner(level.subList(i, Math.min(level.size(), i + PACKED)).toArray(Node[]::new)));
+            }
+            level = up;
+        }
+        return level.getFirst();
     }
 
     /**
-     * Index of the last region with start <= address, or -1. Branch-free halving (the comparison becomes a
+     * Index of the last key at or before {@code address}, or -1. Branch-free halving (the comparison becomes a
      * conditional move), because a hit's lookup otherwise pays a mispredicted branch per level.
      */
-    private int lastStartAtOrBefore(long address) {
-        long[] a = starts;
-        int n = a.length;
-        if (n == 0 || a[0] > address) {
+    private static int lastAtOrBefore(long[] keys, long address) {
+        int n = keys.length;
+        if (keys[0] > address) {
             return -1;
         }
         int base = 0;
         while (n > 1) {
             int half = n >>> 1;
-            base = a[base + half] <= address ? base + half : base;
+            base = keys[base + half] <= address ? base + half : base;
             n -= half;
         }
         return base;
     }
 
-    /** Index of the last region with start < address, or -1. */
-    private int lastStartBefore(long address) {
+    /** Index of the last key before {@code address}, or -1. */
+    private static int lastBefore(long[] keys, long address) {
         int lo = 0;
-        int hi = starts.length;
+        int hi = keys.length;
         while (lo < hi) {
             int mid = (lo + hi) >>> 1;
-            if (starts[mid] < address) {
+            if (keys[mid] < address) {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -228,6 +192,213 @@ final class RegionIndex {
 
     @Override
     public String toString() {
-        return Arrays.toString(regions);
+        return all().toString();
+    }
+
+    /**
+     * One immutable node. A leaf holds regions ({@link #regions}; no children); an inner node holds children
+     * ({@link #children}; no regions or rights). One class for both, so that the hit path's loads see a single
+     * type.
+     */
+    private static final class Node {
+        private static final Node[] NO_CHILDREN = {};
+        private static final Region[] NO_REGIONS = {};
+        private static final int[] NO_ACCESSES = {};
+
+        final boolean isLeaf;
+        /** Leaf: each region's start. Inner: each child's first start. Never empty. */
+        final long[] starts;
+        /** Leaf: each region's end. Inner: the greatest end in each child. */
+        final long[] ends;
+        /** maxEnds[i] = max(ends[0..i]). */
+        final long[] maxEnds;
+        final int[] accesses;
+        final Region[] regions;
+        final Node[] children;
+        /** Regions and leaves below this node. */
+        final int size;
+        final int leaves;
+
+        private Node(long[] starts, long[] ends, int[] accesses, Region[] regions, Node[] children, int size,
+                int leaves) {
+            this.isLeaf = children.length == 0;
+            this.starts = starts;
+            this.ends = ends;
+            this.accesses = accesses;
+            this.regions = regions;
+            this.children = children;
+            this.size = size;
+            this.leaves = leaves;
+            this.maxEnds = new long[ends.length];
+            long max = Long.MIN_VALUE;
+            for (int i = 0; i < ends.length; i++) {
+                max = Math.max(max, ends[i]);
+                maxEnds[i] = max;
+            }
+        }
+
+        static Node leaf(Region[] regions) {
+            int n = regions.length;
+            long[] starts = new long[n];
+            long[] ends = new long[n];
+            int[] accesses = new int[n];
+            for (int i = 0; i < n; i++) {
+                starts[i] = regions[i].start;
+                ends[i] = regions[i].end;
+                accesses[i] = regions[i].access;
+            }
+            return new Node(starts, ends, accesses, regions, NO_CHILDREN, n, 1);
+        }
+
+        static Node inner(Node[] children) {
+            int n = children.length;
+            long[] starts = new long[n];
+            long[] ends = new long[n];
+            int size = 0;
+            int leaves = 0;
+            for (int i = 0; i < n; i++) {
+                starts[i] = children[i].starts[0];
+                ends[i] = children[i].maxEnds[children[i].maxEnds.length - 1];
+                size += children[i].size;
+                leaves += children[i].leaves;
+            }
+            return new Node(starts, ends, NO_ACCESSES, NO_REGIONS, children, size, leaves);
+        }
+
+        /** The region with the latest start serving the request (live only when {@code checkLive}). */
+        @Nullable Region find(long from, long to, int access, boolean widenRemote, boolean checkLive) {
+            for (int i = lastAtOrBefore(starts, from); i >= 0 && maxEnds[i] >= to; i--) {
+                if (ends[i] < to) {
+                    continue;
+                }
+                if (!isLeaf) {
+                    Region r = children[i].find(from, to, access, widenRemote, checkLive);
+                    if (r != null) {
+                        return r;
+                    }
+                } else if (Region.grants(accesses[i], access, widenRemote) && (!checkLive || regions[i].isLive())) {
+                    return regions[i];
+                }
+            }
+            return null;
+        }
+
+        boolean overlapsAny(long from, long to) {
+            for (int i = lastBefore(starts, to); i >= 0 && maxEnds[i] > from; i--) {
+                if (ends[i] > from && (isLeaf || children[i].overlapsAny(from, to))) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        void collectOverlapping(long from, long to, List<Region> out) {
+            for (int i = lastBefore(starts, to); i >= 0 && maxEnds[i] > from; i--) {
+                if (ends[i] <= from) {
+                    continue;
+                }
+                if (!isLeaf) {
+                    children[i].collectOverlapping(from, to, out);
+                } else {
+                    out.add(regions[i]);
+                }
+            }
+        }
+
+        boolean contains(Region region) {
+            for (int i = lastAtOrBefore(starts, region.start); i >= 0; i--) {
+                if (isLeaf ? regions[i] == region : children[i].contains(region)) {
+                    return true;
+                }
+                if (starts[i] < region.start) {
+                    return false; // nothing further left starts at region.start
+                }
+            }
+            return false;
+        }
+
+        /** This subtree with {@code r} inserted after every region starting at or before it, as a new root. */
+        Node insertSplittingRoot(Region r) {
+            Node[] replacement = insert(r);
+            return replacement.length == 1 ? replacement[0] : inner(replacement);
+        }
+
+        /** The nodes replacing this one: one, or two when it overflowed. */
+        private Node[] insert(Region r) {
+            if (isLeaf) {
+                Region[] rs = insertAt(regions, lastAtOrBefore(starts, r.start) + 1, r);
+                return rs.length <= FANOUT ? new Node[] {leaf(rs)}
+                        : new Node[] {leaf(Arrays.copyOf(rs, rs.length / 2)),
+                                leaf(Arrays.copyOfRange(rs, rs.length / 2, rs.length))};
+            }
+            int i = Math.max(0, lastAtOrBefore(starts, r.start));
+            Node[] below = children[i].insert(r);
+            Node[] cs;
+            if (below.length == 1) {
+                cs = children.clone();
+                cs[i] = below[0];
+            } else {
+                cs = insertAt(children, i + 1, below[1]);
+                cs[i] = below[0];
+            }
+            return cs.length <= FANOUT ? new Node[] {inner(cs)}
+                    : new Node[] {inner(Arrays.copyOf(cs, cs.length / 2)),
+                            inner(Arrays.copyOfRange(cs, cs.length / 2, cs.length))};
+        }
+
+        /** This subtree without {@code r}: itself when {@code r} is absent, null when nothing is left. */
+        @Nullable Node remove(Region r) {
+            for (int i = lastAtOrBefore(starts, r.start); i >= 0; i--) {
+                if (isLeaf) {
+                    if (regions[i] == r) {
+                        return regions.length == 1 ? null : leaf(removeAt(regions, i));
+                    }
+                } else {
+                    Node child = children[i];
+                    Node changed = child.remove(r);
+                    if (changed != child) {
+                        if (changed != null) {
+                            Node[] cs = children.clone();
+                            cs[i] = changed;
+                            return inner(cs);
+                        }
+                        return children.length == 1 ? null : inner(removeAt(children, i));
+                    }
+                }
+                if (starts[i] < r.start) {
+                    break; // nothing further left starts at r.start
+                }
+            }
+            return this;
+        }
+
+        List<Region> all() {
+            List<Region> out = new ArrayList<>(size);
+            addAll(out);
+            return out;
+        }
+
+        private void addAll(List<Region> out) {
+            if (isLeaf) {
+                out.addAll(Arrays.asList(regions));
+            } else {
+                for (Node c : children) {
+                    c.addAll(out);
+                }
+            }
+        }
+
+        private static <T> T[] insertAt(T[] a, int at, T x) {
+            T[] out = Arrays.copyOf(a, a.length + 1);
+            System.arraycopy(a, at, out, at + 1, a.length - at);
+            out[at] = x;
+            return out;
+        }
+
+        private static <T> T[] removeAt(T[] a, int at) {
+            T[] out = Arrays.copyOf(a, a.length - 1);
+            System.arraycopy(a, at + 1, out, at, a.length - at - 1);
+            return out;
+        }
     }
 }

@@ -1,0 +1,135 @@
+package io.mrcache.core;
+
+import static io.mrcache.core.Access.LOCAL_READ;
+import static io.mrcache.core.Access.LOCAL_WRITE;
+import static io.mrcache.core.Access.REMOTE_READ;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The persistent B+-tree against a plain sorted list: every query of the tree must answer as a linear scan of
+ * the list does, through growth (splits), shrinking (emptied leaves, collapsed roots, rebuilds of a sparse
+ * tree) and duplicate starts that straddle leaves; and an old index must be untouched by a newer one's
+ * changes (path copying shares nodes, it never edits them).
+ */
+class RegionIndexTest {
+    private static final long PAGE = 4096;
+    private static final int[] RIGHTS = {LOCAL_READ, LOCAL_WRITE, LOCAL_READ | LOCAL_WRITE,
+            LOCAL_READ | LOCAL_WRITE | REMOTE_READ};
+
+    /** The model: regions in insertion order within equal starts, as the tree keeps them. */
+    private final List<Region> model = new ArrayList<>();
+
+    @ParameterizedTest
+    @ValueSource(longs = {1, 2, 3})
+    void everyQueryAgreesWithALinearScanThroughGrowthAndShrinking(long seed) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        RegionIndex idx = RegionIndex.EMPTY;
+        int maxHeight = 0;
+        for (int step = 0; step < 12_000; step++) {
+            // grow to a few thousand, then shrink to nearly nothing, then grow again
+            boolean growing = step < 5_000 || step > 9_000;
+            if (model.isEmpty() || rnd.nextInt(100) < (growing ? 75 : 20)) {
+                long start = rnd.nextInt(400) * PAGE; // few distinct starts: many duplicates
+                Region r = EdgesTest.region(start, (1 + rnd.nextInt(rnd.nextInt(20) == 0 ? 200 : 4)) * PAGE,
+                        RIGHTS[rnd.nextInt(RIGHTS.length)]);
+                idx = idx.with(r, List.of());
+                int at = 0;
+                while (at < model.size() && model.get(at).start <= start) {
+                    at++;
+                }
+                model.add(at, r);
+            } else {
+                Region gone = model.remove(rnd.nextInt(model.size()));
+                RegionIndex before = idx;
+                List<Region> beforeAll = before.all();
+                idx = idx.with(null, List.of(gone));
+                assertEquals(beforeAll, before.all(), "the old index is unchanged by the new one");
+                assertTrue(before.contains(gone) && !idx.contains(gone));
+            }
+            maxHeight = Math.max(maxHeight, idx.height());
+            assertEquals(model.size(), idx.size());
+            if (step % 7 == 0) {
+                assertEquals(model, idx.all(), "in start order, equal starts in insertion order");
+            }
+            for (int q = 0; q < 4; q++) {
+                long from = rnd.nextInt(420 * 4) * (PAGE / 4);
+                long to = from + (1 + rnd.nextInt(8)) * (PAGE / 4);
+                int access = RIGHTS[rnd.nextInt(RIGHTS.length)];
+                boolean widen = rnd.nextBoolean();
+                assertSame(modelFind(from, to, access, widen), idx.findServingUnchecked(from, to, access, widen),
+                        () -> "find [" + from + ", " + to + ")");
+                assertSame(modelFind(from, to, access, widen), idx.findServing(from, to, access, widen));
+                assertEquals(modelOverlapping(from, to), idx.overlapping(from, to));
+                assertEquals(!modelOverlapping(from, to).isEmpty(), idx.overlapsAny(from, to));
+            }
+        }
+        assertTrue(maxHeight >= 3, "the run grew the tree past two levels: " + maxHeight);
+    }
+
+    @Test
+    void heightGrowsLogarithmicallyAndASparseTreeIsRebuilt() {
+        RegionIndex idx = RegionIndex.EMPTY;
+        List<Region> all = new ArrayList<>();
+        for (int i = 0; i < 65_536; i++) {
+            Region r = EdgesTest.region(i * PAGE, PAGE, LOCAL_WRITE);
+            all.add(r);
+            idx = idx.with(r, List.of());
+        }
+        // leaves hold at least FANOUT / 2 after a split, inner nodes too: 65,536 regions fit in 4 levels
+        assertTrue(idx.height() <= 4, "height " + idx.height());
+        for (int i = 0; i < all.size(); i++) {
+            if (i % 64 != 0) {
+                idx = idx.with(null, List.of(all.get(i)));
+            }
+        }
+        assertEquals(1024, idx.size());
+        assertTrue(idx.height() <= 3, "rebuilt when sparse: height " + idx.height());
+        assertSame(all.get(64 * 100), idx.findServingUnchecked(6400 * PAGE, 6401 * PAGE, LOCAL_WRITE, false));
+        assertFalse(idx.overlapsAny(6401 * PAGE, 6464 * PAGE));
+    }
+
+    @Test
+    void aLongRegionInAnEarlierLeafIsFoundFromALaterOne() {
+        Region longOne = EdgesTest.region(0, 10_000 * PAGE, LOCAL_WRITE);
+        RegionIndex idx = RegionIndex.EMPTY.with(longOne, List.of());
+        for (int i = 1; i < 2_000; i++) {
+            idx = idx.with(EdgesTest.region(i * 4 * PAGE, PAGE, LOCAL_READ), List.of());
+        }
+        assertTrue(idx.height() >= 2);
+        assertSame(longOne, idx.findServingUnchecked(7_000 * PAGE, 7_001 * PAGE, LOCAL_WRITE, false));
+        assertSame(longOne, idx.findServing(7_000 * PAGE + 1, 7_003 * PAGE, LOCAL_WRITE, false));
+        assertEquals(List.of(longOne), idx.overlapping(8_001 * PAGE, 8_002 * PAGE));
+    }
+
+    private @Nullable Region modelFind(long from, long to, int access, boolean widen) {
+        for (int i = model.size() - 1; i >= 0; i--) {
+            Region r = model.get(i);
+            if (r.start <= from && r.end >= to && Region.grants(r.access, access, widen)) {
+                return r;
+            }
+        }
+        return null;
+    }
+
+    private List<Region> modelOverlapping(long from, long to) {
+        List<Region> out = new ArrayList<>();
+        for (int i = model.size() - 1; i >= 0; i--) {
+            Region r = model.get(i);
+            if (r.start < to && r.end > from) {
+                out.add(r);
+            }
+        }
+        return out;
+    }
+}
