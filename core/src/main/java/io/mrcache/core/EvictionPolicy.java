@@ -17,8 +17,9 @@ import org.jspecify.annotations.Nullable;
  * {@link Region#tryRetireIdle()} (H5).
  *
  * <p>Without a budget nothing is ever evicted, so an unbounded cache keeps Caffeine out of hits and misses
- * altogether. Regions the policy retires are unlinked and deregistered by the thread that made the policy
- * call, outside every lock ({@link #drainEvicted()}).
+ * altogether. Regions the policy retires are unlinked by the thread that made the policy call (a
+ * publication's victims in the publication's own index copy, {@link #pollEvicted()}; others through
+ * {@link #drainEvicted()}) and deregistered outside every lock.
  */
 final class EvictionPolicy {
     /** Policy weights are in pages of this size, so a weight fits an int. */
@@ -58,7 +59,10 @@ final class EvictionPolicy {
         this.coldestFirst = policy.policy().eviction().orElseThrow();
     }
 
-    /** A region was published. Caffeine may evict here (TinyLFU admission may reject the new region itself). */
+    /**
+     * A region was published. Caffeine may evict here (TinyLFU admission may reject the new region itself);
+     * the cache calls this under its lock and unlinks the victims ({@link #pollEvicted}) in the same index copy.
+     */
     void published(Region r) {
         if (bounded) {
             policy.put(r, r);
@@ -158,17 +162,31 @@ final class EvictionPolicy {
 
     /** Unlinks and deregisters the regions the policy retired. Outside every lock. */
     void drainEvicted() {
-        if (evicted.isEmpty()) {
-            return;
+        List<Region> batch = pollEvicted();
+        if (!batch.isEmpty()) {
+            unlink.accept(batch);
+            finishEvicted(batch);
         }
-        List<Region> batch = new ArrayList<>();
+    }
+
+    /**
+     * Takes the regions the policy retired and nobody has unlinked yet. The caller unlinks them (the cache
+     * does so in the same index copy as the publication whose {@link #published} chose them) and then calls
+     * {@link #finishEvicted}.
+     */
+    List<Region> pollEvicted() {
+        if (evicted.isEmpty()) {
+            return List.of();
+        }
+        List<Region> batch = new ArrayList<>(2);
         for (Region r; (r = evicted.poll()) != null;) {
             batch.add(r);
         }
-        if (batch.isEmpty()) {
-            return;
-        }
-        unlink.accept(batch);
+        return batch;
+    }
+
+    /** Counts and deregisters unlinked victims of {@link #pollEvicted}. Outside every lock. */
+    void finishEvicted(List<Region> batch) {
         for (Region r : batch) {
             metrics.increment(CacheCounter.EVICTIONS);
             unlinked(r);

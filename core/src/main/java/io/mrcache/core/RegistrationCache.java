@@ -6,8 +6,8 @@ import io.mrcache.core.events.RegistrationEvent;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.CompletableFuture;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -15,6 +15,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
+import java.util.stream.Stream;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -40,16 +41,20 @@ import org.jspecify.annotations.Nullable;
  * <h2>Concurrency</h2>
  * <p>Read without a lock: {@link #index}, an immutable {@link RegionIndex} published through a volatile
  * field, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and striped lease cells. A
- * hit is one volatile read of the index, a branch-free binary search over the index's own arrays, one atomic
+ * hit is one volatile read of the index, a walk down its B+-tree (a branch-free binary search over each node's
+ * arrays, two or three nodes deep at thousands of regions), one atomic
  * add on the calling thread's lease cell of the region and one read of its state word
  * ({@link Region#tryRetainHit}: a volatile add, then a volatile read), which backs off once the region is retired. Two threads hitting the same
  * region write different cache lines.
  *
  * <p>Written under {@link #lock} only: the index, the index of retired-but-not-yet-deregistered regions
  * ({@link #retiring}) and the list of in-flight registrations ({@link #pending}), and the deregistrar's
- * quarantine. No registrar call and no
- * eviction-policy call is ever made under the lock: {@code register}/{@code deregister} run outside it, so
- * a slow {@code ibv_reg_mr} never blocks hits, other misses' planning, or free hooks.
+ * quarantine. No registrar call is ever made under the lock: {@code register}/{@code deregister} run outside
+ * it, so a slow {@code ibv_reg_mr} never blocks hits, other misses' planning, or free hooks. The one
+ * eviction-policy call under the lock is a publication's (Caffeine's put, which evicts inline on the calling
+ * thread; its listener only claims idle victims and takes none of the cache's locks), so that the victims
+ * leave in the same index copy as the region that displaced them. Index updates copy one root-to-leaf path,
+ * O(log n).
  *
  * <p>Publication against invalidation. Every way out of the index (invalidate, eviction, merge, access
  * upgrade, close) first swaps in a new index without the region, under the lock, and then sets its RETIRED
@@ -109,8 +114,9 @@ import org.jspecify.annotations.Nullable;
  * the new region itself), the listener retires it only if {@link Region#tryRetireIdle} proves it idle; a
  * leased victim stays cached and re-enters the policy at its next idle moment. After each registration and
  * each release that leaves the cache over budget, {@link EvictionPolicy#makeRoom} walks Caffeine's coldest entries to get
- * back within both bounds (bytes and count); see {@link EvictionPolicy}. Evicted regions are unlinked and deregistered by the thread
- * that made the policy call, outside every lock.
+ * back within both bounds (bytes and count); see {@link EvictionPolicy}. A publication's victims leave the
+ * index in the publication's own copy; other evicted regions are unlinked by the thread that made the policy
+ * call; all are deregistered outside every lock.
  *
  * <h2>Where the parts live</h2>
  * <p>This class keeps the API and the protocol above: what happens under {@link #lock}, and in which order.
@@ -312,15 +318,30 @@ public final class RegistrationCache implements AutoCloseable {
         String wrong = recovery.wrongResult(p, address, end, access, reg);
         List<Region> superseded = List.of();
         List<Region> toDeregister = List.of();
+        List<Region> evicted = List.of();
         boolean publish;
         lock.lock();
         try {
             publish = wrong == null && (!p.doomed || CacheFault.PUBLISH_DOOMED.in(faults))
                     && (!closed || CacheFault.CLOSE_SKIPS_PENDING.in(faults));
             if (publish) {
-                superseded = p.supersedes.stream().filter(index::contains).toList();
+                List<Region> replaced = p.supersedes.stream().filter(index::contains).toList();
+                superseded = replaced;
+                // the policy learns of the change first, so that the victims it picks for the new region leave
+                // in the same index copy as the publication (one copy and one lock per miss, not two)
+                superseded.forEach(eviction::unlinked);
+                eviction.published(region);
+                evicted = eviction.pollEvicted();
+                List<Region> gone = superseded;
+                if (!evicted.isEmpty()) {
+                    // a victim another thread's policy call queued may be one this publication supersedes
+                    List<Region> victims = evicted.stream()
+                            .filter(r -> index.contains(r) && !replaced.contains(r)).toList();
+                    retiring = retiring.withAll(victims);
+                    gone = Stream.concat(superseded.stream(), victims.stream()).toList();
+                }
                 retiring = retiring.withAll(superseded);
-                index = index.with(region, superseded);
+                index = index.with(region, gone);
                 toDeregister = retireAll(superseded);
             } else {
                 region.retire();
@@ -337,9 +358,8 @@ public final class RegistrationCache implements AutoCloseable {
         CacheEvents.registered(event, p, "published");
         if (!superseded.isEmpty()) {
             metrics.increment(p.upgrade ? CacheCounter.ACCESS_UPGRADES : CacheCounter.MERGES);
-            superseded.forEach(eviction::unlinked);
         }
-        eviction.published(region);
+        eviction.finishEvicted(evicted);
         toDeregister.forEach(deregistrar::deregister);
         p.published(region);
         eviction.drainEvicted();
