@@ -1,19 +1,29 @@
 /*
  * The UCX side of ./mrcache bench --vs-ucx: UCX's registration cache (ucs_rcache, from Debian's libucx-dev)
- * with a no-op mem_reg, measured natively, on the same workloads and sequences as the JMH benchmarks
- * (io.mrcache.bench.Workloads: splitmix64, same seeds and constants).
+ * with a mem_reg that registers nothing, measured natively, on the same workloads and sequences as the JMH
+ * benchmarks (io.mrcache.bench.Workloads: splitmix64, same seeds and constants).
+ *
+ * Fairness, as the Java side: both registrations do the same work (hand out the next key from one atomic
+ * counter and count the live registrations with another), both sides read the lkey of what they got, and
+ * the rcache is created with flags 0 (UCS_RCACHE_FLAG_NO_PFN_CHECK would also switch off UCX 1.13's LRU
+ * eviction); the page-frame check is switched off through UCX's own configuration instead: run with
+ * UCX_RCACHE_CHECK_PFN=0 (the harness refuses to run otherwise).
  *
  * Build: gcc -O2 -o ucx_rcache_bench ucx_rcache_bench.c -lucs -lpthread
- * Run:   ./ucx_rcache_bench <milliseconds per workload>
- * Output: one line per workload: "<name> <ns per operation per thread>".
+ * Run:   UCX_RCACHE_CHECK_PFN=0 ./ucx_rcache_bench <milliseconds per workload>
+ * Output: one line per workload: "<name> <ns per operation per thread> <lowest thread CPU share>", where the
+ * share is a thread's CPU time over the wall time it ran (below 1 when it was descheduled); W4 is followed by
+ * "# <name> live regions at the end: <n>" to show that the 512-region limit held.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <ucs/config/global_opts.h>
 #include <ucs/memory/rcache.h>
 
 #define REGIONS 1024
@@ -25,7 +35,18 @@
 #define SEQUENCE (1 << 16)
 #define MIXED_HOT 256
 #define MIXED_BUDGET 512
+/* each thread's cold stream in W4: its own 2^24 buffers, never repeated within a run */
+#define COLD_PER_THREAD (1UL << 24)
 #define PROT (PROT_READ | PROT_WRITE)
+
+typedef struct {
+    ucs_rcache_region_t super;
+    uint32_t lkey;
+} bench_region_t;
+
+static atomic_uint next_key;
+static atomic_long live_regions;
+static volatile uint32_t sink;
 
 static uint64_t splitmix(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
@@ -35,9 +56,13 @@ static uint64_t splitmix(uint64_t *s) {
 }
 
 static ucs_status_t mem_reg(void *ctx, ucs_rcache_t *rc, void *arg, ucs_rcache_region_t *r, uint16_t flags) {
+    ((bench_region_t *) r)->lkey = atomic_fetch_add(&next_key, 1) + 1;
+    atomic_fetch_add(&live_regions, 1);
     return UCS_OK;
 }
-static void mem_dereg(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r) {}
+static void mem_dereg(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r) {
+    atomic_fetch_sub(&live_regions, 1);
+}
 static void dump(void *ctx, ucs_rcache_t *rc, ucs_rcache_region_t *r, char *buf, size_t max) {
     if (max > 0) buf[0] = 0;
 }
@@ -47,13 +72,13 @@ static void no_comp(void *arg) {}
 static ucs_rcache_t *create(unsigned long max_regions) {
     ucs_rcache_params_t p;
     memset(&p, 0, sizeof(p));
-    p.region_struct_size = sizeof(ucs_rcache_region_t);
+    p.region_struct_size = sizeof(bench_region_t);
     p.alignment = 4096;
     p.max_alignment = 4096;
     p.ucm_events = 0;
     p.ucm_event_priority = 1000;
     p.ops = &ops;
-    p.flags = UCS_RCACHE_FLAG_NO_PFN_CHECK;
+    p.flags = 0;
     p.max_regions = max_regions;
     p.max_size = SIZE_MAX;
     p.max_unreleased = SIZE_MAX;
@@ -65,41 +90,43 @@ static ucs_rcache_t *create(unsigned long max_regions) {
     return rc;
 }
 
+static ucs_rcache_region_t *get(ucs_rcache_t *rc, uint64_t addr, size_t len) {
+    ucs_rcache_region_t *r;
+    if (ucs_rcache_get(rc, (void *) addr, len, PROT, NULL, &r) != UCS_OK) {
+        fprintf(stderr, "ucs_rcache_get failed\n");
+        exit(2);
+    }
+    sink += ((bench_region_t *) r)->lkey;
+    return r;
+}
+
 static void hit(ucs_rcache_t *rc, uint64_t addr, size_t len) {
-    ucs_rcache_region_t *r;
-    if (ucs_rcache_get(rc, (void *) addr, len, PROT, NULL, &r) != UCS_OK) {
-        fprintf(stderr, "ucs_rcache_get failed\n");
-        exit(2);
-    }
-    ucs_rcache_region_put(rc, r);
+    ucs_rcache_region_put(rc, get(rc, addr, len));
 }
 
+/* acquire, release, invalidate: the order of the Java side (a buffer is released, then freed) */
 static void miss(ucs_rcache_t *rc, uint64_t addr, size_t len) {
-    ucs_rcache_region_t *r;
-    if (ucs_rcache_get(rc, (void *) addr, len, PROT, NULL, &r) != UCS_OK) {
-        fprintf(stderr, "ucs_rcache_get failed\n");
-        exit(2);
-    }
+    ucs_rcache_region_t *r = get(rc, addr, len);
+    ucs_rcache_region_put(rc, r); /* the page table's own reference keeps r valid until the invalidation */
     ucs_rcache_region_invalidate(rc, r, no_comp, NULL);
-    ucs_rcache_region_put(rc, r);
 }
 
-static double now_ns(void) {
+static double now_ns(clockid_t clock) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(clock, &t);
     return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
 typedef struct {
     ucs_rcache_t *rc;
-    int workload, thread, threads;
+    int workload, thread, threads, regions;
     long millis;
-    double ns_per_op;
+    double ns_per_op, cpu_share;
     uint64_t *hot_size;
     pthread_barrier_t *barrier;
 } job_t;
 
-enum { W1, W1_DISJOINT, W2, W3_64K, W3_RANDOM, W4 };
+enum { W1, W1_DISJOINT, W2, W3_64K, W3_RANDOM, W4, SCALE_HIT, SCALE_MISS };
 
 static void *run(void *arg) {
     job_t *j = arg;
@@ -109,6 +136,7 @@ static void *run(void *arg) {
     int half = REGIONS / j->threads;
     for (int i = 0; i < SEQUENCE; i++) {
         idx[i] = j->workload == W1_DISJOINT ? j->thread * half + (int) (splitmix(&seed) % half)
+               : j->workload == SCALE_HIT   ? (int) (splitmix(&seed) % j->regions)
                                             : (int) (splitmix(&seed) % REGIONS);
         uint64_t region = BASE + (splitmix(&s2) % REGIONS) * STRIDE;
         uint64_t off = (splitmix(&s2) % (REGION_BYTES / 64 - 1)) * 64;
@@ -117,18 +145,21 @@ static void *run(void *arg) {
         sub_l[i] = len < REGION_BYTES - off ? len : REGION_BYTES - off;
         sizes[i] = (1 + splitmix(&s3) % 256) * 4096;
     }
-    uint64_t cold = (1UL << 20) * (j->thread + 1), k = 0;
+    uint64_t cold = 0, k = 0;
     pthread_barrier_wait(j->barrier);
     long ops = 0;
-    double start = now_ns(), deadline = start + j->millis * 1e6, end;
+    double start = now_ns(CLOCK_MONOTONIC), cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+    double deadline = start + j->millis * 1e6, end;
     for (;;) {
         for (int b = 0; b < 1024; b++, ops++) {
             int i = (int) (ops & (SEQUENCE - 1));
             switch (j->workload) {
             case W1:
-            case W1_DISJOINT: hit(j->rc, BASE + idx[i] * STRIDE, REGION_BYTES); break;
+            case W1_DISJOINT:
+            case SCALE_HIT: hit(j->rc, BASE + idx[i] * STRIDE, REGION_BYTES); break;
             case W2: hit(j->rc, sub_a[i], sub_l[i]); break;
-            case W3_64K: miss(j->rc, MISS_BASE + (k++ & 4095) * STRIDE, REGION_BYTES); break;
+            case W3_64K:
+            case SCALE_MISS: miss(j->rc, MISS_BASE + (k++ & 4095) * STRIDE, REGION_BYTES); break;
             case W3_RANDOM: {
                 uint64_t n = k++;
                 miss(j->rc, MISS_BASE + (n & 4095) * (2UL << 20), sizes[n & (SEQUENCE - 1)]);
@@ -140,21 +171,26 @@ static void *run(void *arg) {
                     int h = (int) ((r >> 8) % MIXED_HOT);
                     hit(j->rc, MIXED_BASE + h * (2UL << 20), j->hot_size[h]);
                 } else {
-                    uint64_t a = MIXED_BASE + (MIXED_HOT + (cold++ & 0xFFFFF)) * (2UL << 20);
-                    hit(j->rc, a, (1 + (r >> 16) % 256) * 4096);
+                    if (cold == COLD_PER_THREAD) {
+                        fprintf(stderr, "W4's cold stream ran out: shorten the run\n");
+                        exit(2);
+                    }
+                    uint64_t n = MIXED_HOT + j->thread * COLD_PER_THREAD + cold++;
+                    hit(j->rc, MIXED_BASE + n * (2UL << 20), (1 + (r >> 16) % 256) * 4096);
                 }
                 break;
             }
             }
         }
-        if ((end = now_ns()) >= deadline) break;
+        if ((end = now_ns(CLOCK_MONOTONIC)) >= deadline) break;
     }
     j->ns_per_op = (end - start) / ops;
+    j->cpu_share = (now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) / (end - start);
     free(idx); free(sub_a); free(sub_l); free(sizes);
     return NULL;
 }
 
-static void bench(const char *name, int workload, int threads, long millis) {
+static void bench(const char *name, int workload, int threads, int regions, long millis) {
     ucs_rcache_t *rc = create(workload == W4 ? MIXED_BUDGET : (unsigned long) -1);
     uint64_t hot_size[MIXED_HOT], s = 13;
     if (workload == W4) {
@@ -163,35 +199,56 @@ static void bench(const char *name, int workload, int threads, long millis) {
             hit(rc, MIXED_BASE + i * (2UL << 20), hot_size[i]);
         }
     } else {
-        for (int i = 0; i < REGIONS; i++) hit(rc, BASE + i * STRIDE, REGION_BYTES);
+        for (int i = 0; i < regions; i++) hit(rc, BASE + i * STRIDE, REGION_BYTES);
     }
     pthread_barrier_t barrier;
     pthread_barrier_init(&barrier, NULL, threads);
     pthread_t t[2];
     job_t jobs[2];
     for (int i = 0; i < threads; i++) {
-        jobs[i] = (job_t) {rc, workload, i, threads, millis, 0, hot_size, &barrier};
+        jobs[i] = (job_t) {rc, workload, i, threads, regions, millis, 0, 0, hot_size, &barrier};
         pthread_create(&t[i], NULL, run, &jobs[i]);
     }
-    double sum = 0;
+    double sum = 0, share = 1;
     for (int i = 0; i < threads; i++) {
         pthread_join(t[i], NULL);
         sum += jobs[i].ns_per_op;
+        share = jobs[i].cpu_share < share ? jobs[i].cpu_share : share;
     }
-    printf("%s %.2f\n", name, sum / threads);
+    printf("%s %.2f %.3f\n", name, sum / threads, share);
+    if (workload == W4) {
+        printf("# %s live regions at the end: %ld (limit %d)\n", name, atomic_load(&live_regions), MIXED_BUDGET);
+    }
     fflush(stdout);
     ucs_rcache_destroy(rc);
 }
 
 int main(int argc, char **argv) {
     long millis = argc > 1 ? atol(argv[1]) : 1000;
-    bench("w1HitExact1t", W1, 1, millis);
-    bench("w1HitExact2tShared", W1, 2, millis);
-    bench("w1HitExact2tDisjoint", W1_DISJOINT, 2, millis);
-    bench("w2HitSubRange", W2, 1, millis);
-    bench("w3Miss64k", W3_64K, 1, millis);
-    bench("w3MissRandom", W3_RANDOM, 1, millis);
-    bench("w4Mixed1t", W4, 1, millis);
-    bench("w4Mixed2t", W4, 2, millis);
+    int scaling = argc > 2 && strcmp(argv[2], "--scaling") == 0;
+    if (ucs_global_opts.rcache_check_pfn != 0) {
+        fprintf(stderr, "UCX's page-frame check is on (rcache_check_pfn=%u): run with UCX_RCACHE_CHECK_PFN=0\n",
+                ucs_global_opts.rcache_check_pfn);
+        return 2;
+    }
+    printf("# UCX rcache_check_pfn=%u, rcache flags 0\n", ucs_global_opts.rcache_check_pfn);
+    bench("w1HitExact1t", W1, 1, REGIONS, millis);
+    bench("w1HitExact2tShared", W1, 2, REGIONS, millis);
+    bench("w1HitExact2tDisjoint", W1_DISJOINT, 2, REGIONS, millis);
+    bench("w2HitSubRange", W2, 1, REGIONS, millis);
+    bench("w3Miss64k", W3_64K, 1, 0, millis);
+    bench("w3MissRandom", W3_RANDOM, 1, 0, millis);
+    bench("w4Mixed1t", W4, 1, 0, millis);
+    bench("w4Mixed2t", W4, 2, 0, millis);
+    if (scaling) {
+        static const int sizes[] = {64, 1024, 16384, 65536};
+        char name[64];
+        for (int i = 0; i < 4; i++) {
+            snprintf(name, sizeof(name), "scaleHit:%d", sizes[i]);
+            bench(name, SCALE_HIT, 1, sizes[i], millis);
+            snprintf(name, sizeof(name), "scaleMiss:%d", sizes[i]);
+            bench(name, SCALE_MISS, 1, sizes[i], millis);
+        }
+    }
     return 0;
 }

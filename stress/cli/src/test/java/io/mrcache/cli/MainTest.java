@@ -8,6 +8,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class MainTest {
 
@@ -211,14 +212,49 @@ class MainTest {
     }
 
     @Test
-    void benchJsonCarriesEveryRowWithBothSides() {
-        String json = Json.write(BenchCommand.jsonResults(java.util.Map.of("w1HitExact1t", java.util.List.of(10.0, 11.0)),
-                java.util.Map.of("w1HitExact1t", java.util.List.of(40.0)), java.util.Map.of(), 0.0, 2));
-        assertTrue(json.startsWith("{\"repeats\":2,\"rows\":[{\"workload\":\"W1 hit, exact 64 KiB of 1024, 1 thread\""),
-                json);
-        assertTrue(json.contains("\"mrcache\":[10.0,11.0],\"ucx\":[40.0]"), json);
-        assertTrue(json.contains("\"allocationBytesPerHit\":0.0"), json);
+    void benchJsonCarriesEveryRowWithBothSidesAndLeavesDisturbedRepeatsOut() {
+        io.mrcache.cli.bench.BenchReport report = new io.mrcache.cli.bench.BenchReport();
+        var result = new io.mrcache.cli.bench.JmhJson.Result(10.0, java.util.Map.of(), java.util.Map.of());
+        report.addJmh(java.util.Map.of("w1HitExact1t", result), 0.01);
+        report.addJmh(java.util.Map.of("w1HitExact1t", new io.mrcache.cli.bench.JmhJson.Result(50.0,
+                java.util.Map.of(), java.util.Map.of())), 0.40); // another process took 40% of the machine
+        report.addUcx(java.util.List.of("# UCX rcache_check_pfn=0, rcache flags 0", "w1HitExact1t 40.0 1.000"), 0.0);
+        report.allocation(0.5, 0.5);
+        String json = Json.write(report.json());
+        assertTrue(json.startsWith("{\"repeats\":2,"), json);
+        assertTrue(json.contains("\"benchmark\":\"w1HitExact1t\",\"unit\":\"ns per op per thread\","
+                + "\"mrcache\":{\"values\":[10.0,50.0],\"kept\":[10.0],\"median\":10.0},"
+                + "\"ucx\":{\"values\":[40.0],\"kept\":[40.0],\"median\":40.0},\"ratio\":0.25"), json);
+        assertTrue(json.contains("\"allocationBytesPerHit\":0.5,\"allocationBytesBaseline\":0.5"), json);
+        String table = report.table();
+        assertTrue(table.contains("10.0/10.0/10.0 (-1)"), "the disturbed repeat is left out and counted:\n" + table);
+        assertTrue(table.contains("0.25x") && table.contains("UCX: UCX rcache_check_pfn=0"), table);
         assertEquals("{\"a\":\"q\\\"\\n\"}", Json.write(java.util.Map.of("a", "q\"\n")), "escaping");
+    }
+
+    @Test
+    void benchReadsJmhJsonAndRewritesOnlyTheGeneratedPartOfTheDoc(@TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path results = dir.resolve("r.json");
+        java.nio.file.Files.writeString(results, """
+                [{"benchmark":"io.mrcache.bench.CacheBenchmarks.scaleHit","params":{"regions":"1024"},
+                  "primaryMetric":{"score":21.5,"scorePercentiles":{"50.0":21.0}},
+                  "secondaryMetrics":{"gc.alloc.rate.norm":{"score":0.25}}},
+                 {"benchmark":"io.mrcache.bench.CacheBenchmarks.w6","primaryMetric":{"score":1.0},
+                  "secondaryMetrics":{"w6Hit":{"score":2.0,"scorePercentiles":{"99.9":900.0}}}}]""");
+        var r = io.mrcache.cli.bench.JmhJson.read(results);
+        assertEquals(21.5, r.get("scaleHit:1024").score());
+        assertEquals(0.25, r.get("scaleHit:1024").secondaryEndingWith("gc.alloc.rate.norm").score());
+        assertEquals(900.0, r.get("w6").secondary().get("w6Hit").percentiles().get("99.9"));
+        java.nio.file.Path doc = dir.resolve("doc.md");
+        java.nio.file.Files.writeString(doc, "# head\n" + BenchCommand.DOC_BEGIN + "\nold\n" + BenchCommand.DOC_END
+                + "\ntail\n");
+        BenchCommand.writeDoc(doc, "TABLE\n");
+        String text = java.nio.file.Files.readString(doc);
+        assertTrue(text.startsWith("# head\n" + BenchCommand.DOC_BEGIN) && text.contains("```\nTABLE\n```")
+                && !text.contains("old") && text.endsWith(BenchCommand.DOC_END + "\ntail\n"), text);
+        String[] bad = capture("bench", "--update-doc", dir.resolve("none.md").toString());
+        assertEquals("2", bad[0]);
+        assertTrue(bad[2].contains("--update-doc") && bad[2].contains("none.md"), bad[2]);
     }
 
     @Test

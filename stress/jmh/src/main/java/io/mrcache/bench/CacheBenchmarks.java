@@ -14,6 +14,7 @@ import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -69,34 +70,48 @@ public class CacheBenchmarks {
         }
     }
 
-    private static void hit(RegistrationCache cache, int region) {
-        Lease l = cache.acquire(Workloads.regionAddress(region), Workloads.REGION_BYTES, Access.LOCAL_WRITE);
+    /** Acquire, read the lkey (as the UCX side reads its region's), release. */
+    private static int use(RegistrationCache cache, long address, long length) {
+        Lease l = cache.acquire(address, length, Access.LOCAL_WRITE);
+        int lkey = l.lkey();
         l.close();
+        return lkey;
+    }
+
+    private static int hit(RegistrationCache cache, int region) {
+        return use(cache, Workloads.regionAddress(region), Workloads.REGION_BYTES);
+    }
+
+    /** No cache call: the baseline of the allocation figure (what JMH's own loop allocates per operation). */
+    @Benchmark
+    @Threads(1)
+    public int w0Baseline(Cursor k) {
+        return k.shared[k.i++ & (Workloads.SEQUENCE - 1)];
     }
 
     @Benchmark
     @Threads(1)
-    public void w1HitExact1t(Cached c, Cursor k) {
-        hit(c.cache, k.shared[k.i++ & (Workloads.SEQUENCE - 1)]);
+    public int w1HitExact1t(Cached c, Cursor k) {
+        return hit(c.cache, k.shared[k.i++ & (Workloads.SEQUENCE - 1)]);
     }
 
     @Benchmark
     @Threads(2)
-    public void w1HitExact2tShared(Cached c, Cursor k) {
-        hit(c.cache, k.shared[k.i++ & (Workloads.SEQUENCE - 1)]);
+    public int w1HitExact2tShared(Cached c, Cursor k) {
+        return hit(c.cache, k.shared[k.i++ & (Workloads.SEQUENCE - 1)]);
     }
 
     @Benchmark
     @Threads(2)
-    public void w1HitExact2tDisjoint(Cached c, Cursor k) {
-        hit(c.cache, k.disjoint[k.i++ & (Workloads.SEQUENCE - 1)]);
+    public int w1HitExact2tDisjoint(Cached c, Cursor k) {
+        return hit(c.cache, k.disjoint[k.i++ & (Workloads.SEQUENCE - 1)]);
     }
 
     @Benchmark
     @Threads(1)
-    public void w2HitSubRange(Cached c, Cursor k) {
+    public int w2HitSubRange(Cached c, Cursor k) {
         long[] r = k.sub[k.i++ & (Workloads.SEQUENCE - 1)];
-        c.cache.acquire(r[0], r[1], Access.LOCAL_WRITE).close();
+        return use(c.cache, r[0], r[1]);
     }
 
     /** W3: every acquire misses: acquire, release, invalidate (the free). */
@@ -122,22 +137,25 @@ public class CacheBenchmarks {
         }
     }
 
-    @Benchmark
-    @Threads(1)
-    public void w3Miss64k(Missing m) {
-        long a = Workloads.MISS_BASE + (m.k++ & 4095) * Workloads.STRIDE;
-        m.cache.acquire(a, Workloads.REGION_BYTES, Access.LOCAL_WRITE).close();
-        m.cache.invalidate(a, Workloads.REGION_BYTES);
+    /** Acquire, read the lkey, release, invalidate (the free): as the UCX side's get, put, invalidate. */
+    private static int missAndFree(RegistrationCache cache, long address, long length) {
+        int lkey = use(cache, address, length);
+        cache.invalidate(address, length);
+        return lkey;
     }
 
     @Benchmark
     @Threads(1)
-    public void w3MissRandom(Missing m) {
+    public int w3Miss64k(Missing m) {
+        return missAndFree(m.cache, Workloads.MISS_BASE + (m.k++ & 4095) * Workloads.STRIDE, Workloads.REGION_BYTES);
+    }
+
+    @Benchmark
+    @Threads(1)
+    public int w3MissRandom(Missing m) {
         long n = m.k++;
-        long a = Workloads.MISS_BASE + (n & 4095) * (2L << 20);
-        long size = m.sizes[(int) (n & (Workloads.SEQUENCE - 1))];
-        m.cache.acquire(a, size, Access.LOCAL_WRITE).close();
-        m.cache.invalidate(a, size);
+        return missAndFree(m.cache, Workloads.MISS_BASE + (n & 4095) * (2L << 20),
+                m.sizes[(int) (n & (Workloads.SEQUENCE - 1))]);
     }
 
     /** W4: 90% hits on 256 hot regions, 10% misses on a stream of cold ones, budget 512 regions. */
@@ -157,45 +175,88 @@ public class CacheBenchmarks {
             }
         }
 
+        /** Shows that the 512-region limit held, as the UCX harness does ("# " lines are the runner's notes). */
+        @TearDown
+        public void tearDown() {
+            System.out.println("# w4 live regions at the end: " + cache.regionCount() + " (limit "
+                    + Workloads.MIXED_BUDGET + ")");
+            cache.close();
+        }
+    }
+
+    /** Each thread's own cold stream, which never repeats within a run. */
+    @State(Scope.Thread)
+    public static class MixedCursor {
+        Workloads.SplitMix rnd;
+        long coldBase;
+        long cold;
+
+        @Setup
+        public void setup(ThreadParams t) {
+            rnd = new Workloads.SplitMix(17 + t.getThreadIndex());
+            coldBase = Workloads.MIXED_HOT + t.getThreadIndex() * Workloads.COLD_PER_THREAD;
+        }
+    }
+
+    private static int mixed(Mixed m, MixedCursor c) {
+        long r = c.rnd.next();
+        if (Long.remainderUnsigned(r, 10) != 0) {
+            int i = (int) Long.remainderUnsigned(r >>> 8, Workloads.MIXED_HOT);
+            return use(m.cache, Workloads.MIXED_BASE + i * (2L << 20), m.hotSize[i]);
+        }
+        if (c.cold == Workloads.COLD_PER_THREAD) {
+            throw new IllegalStateException("W4's cold stream ran out: shorten the run");
+        }
+        long a = Workloads.MIXED_BASE + (c.coldBase + c.cold++) * (2L << 20);
+        return use(m.cache, a, (1 + Long.remainderUnsigned(r >>> 16, 256)) * 4096);
+    }
+
+    @Benchmark
+    @Threads(1)
+    public int w4Mixed1t(Mixed m, MixedCursor c) {
+        return mixed(m, c);
+    }
+
+    @Benchmark
+    @Threads(2)
+    public int w4Mixed2t(Mixed m, MixedCursor c) {
+        return mixed(m, c);
+    }
+
+    /** The scaling table: a cache holding {@code regions} 64 KiB regions. */
+    @State(Scope.Benchmark)
+    public static class Scaled {
+        @Param({"64", "1024", "16384", "65536"})
+        int regions;
+        RegistrationCache cache;
+        int[] picks;
+        long k;
+
+        @Setup
+        public void setup() {
+            cache = RegistrationCache.builder(new Workloads.NoopRegistrar(0)).build();
+            for (int i = 0; i < regions; i++) {
+                cache.acquire(Workloads.regionAddress(i), Workloads.REGION_BYTES, Access.LOCAL_WRITE).close();
+            }
+            picks = Workloads.indices(42, 0, regions);
+        }
+
         @TearDown
         public void tearDown() {
             cache.close();
         }
     }
 
-    @State(Scope.Thread)
-    public static class MixedCursor {
-        Workloads.SplitMix rnd;
-        long cold;
-
-        @Setup
-        public void setup(ThreadParams t) {
-            rnd = new Workloads.SplitMix(17 + t.getThreadIndex());
-            cold = (1L << 20) * (t.getThreadIndex() + 1);
-        }
-    }
-
-    private static void mixed(Mixed m, MixedCursor c) {
-        long r = c.rnd.next();
-        if (Long.remainderUnsigned(r, 10) != 0) {
-            int i = (int) Long.remainderUnsigned(r >>> 8, Workloads.MIXED_HOT);
-            m.cache.acquire(Workloads.MIXED_BASE + i * (2L << 20), m.hotSize[i], Access.LOCAL_WRITE).close();
-        } else {
-            long a = Workloads.MIXED_BASE + (Workloads.MIXED_HOT + (c.cold++ & 0xFFFFF)) * (2L << 20);
-            m.cache.acquire(a, (1 + Long.remainderUnsigned(r >>> 16, 256)) * 4096, Access.LOCAL_WRITE).close();
-        }
+    @Benchmark
+    @Threads(1)
+    public int scaleHit(Scaled s) {
+        return hit(s.cache, s.picks[(int) (s.k++ & (Workloads.SEQUENCE - 1))]);
     }
 
     @Benchmark
     @Threads(1)
-    public void w4Mixed1t(Mixed m, MixedCursor c) {
-        mixed(m, c);
-    }
-
-    @Benchmark
-    @Threads(2)
-    public void w4Mixed2t(Mixed m, MixedCursor c) {
-        mixed(m, c);
+    public int scaleMiss(Scaled s) {
+        return missAndFree(s.cache, Workloads.MISS_BASE + (s.k++ & 4095) * Workloads.STRIDE, Workloads.REGION_BYTES);
     }
 
     /** W5: the free hook on a range nothing is registered in. */
@@ -229,17 +290,15 @@ public class CacheBenchmarks {
     @Group("w6")
     @GroupThreads(1)
     @BenchmarkMode(Mode.SampleTime)
-    public void w6Hit(Contended s, Cursor k) {
-        hit(s.cache, k.shared[k.i++ & (Workloads.SEQUENCE - 1)]);
+    public int w6Hit(Contended s, Cursor k) {
+        return hit(s.cache, k.shared[k.i++ & (Workloads.SEQUENCE - 1)]);
     }
 
     @Benchmark
     @Group("w6")
     @GroupThreads(1)
     @BenchmarkMode(Mode.SampleTime)
-    public void w6Miss(Contended s) {
-        long a = Workloads.MISS_BASE + (s.k++ & 4095) * Workloads.STRIDE;
-        s.cache.acquire(a, Workloads.REGION_BYTES, Access.LOCAL_WRITE).close();
-        s.cache.invalidate(a, Workloads.REGION_BYTES);
+    public int w6Miss(Contended s) {
+        return missAndFree(s.cache, Workloads.MISS_BASE + (s.k++ & 4095) * Workloads.STRIDE, Workloads.REGION_BYTES);
     }
 }

@@ -2,6 +2,8 @@ package io.mrcache.bench;
 
 import io.mrcache.core.Registrar;
 import io.mrcache.core.Registration;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The workloads W1..W6 as data: the same generator (splitmix64) and the same constants as the UCX harness
@@ -18,6 +20,8 @@ public final class Workloads {
     public static final int SEQUENCE = 1 << 16;
     public static final int MIXED_HOT = 256;
     public static final int MIXED_BUDGET = 512;
+    /** Each thread's cold stream in W4: its own 2^24 buffers, never repeated within a run. */
+    public static final long COLD_PER_THREAD = 1L << 24;
 
     private Workloads() {
     }
@@ -75,10 +79,16 @@ public final class Workloads {
         return (1 + rnd.below(256)) * 4096;
     }
 
-    /** A registrar that registers nothing: the cache's own cost alone (as the UCX harness's no-op mem_reg). */
+    /**
+     * A registrar that registers nothing: the cache's own cost alone. It does what the UCX harness's mem_reg
+     * does: the next key from one atomic counter and the live count in another; no lock, and no allocation
+     * but the {@link Registration} the API returns (the fields UCX's mem_reg writes into the region UCX
+     * allocated). With {@code spinNanos} it spins that long per registration (W6's slow registrar).
+     */
     public static final class NoopRegistrar implements Registrar {
         private final long spinNanos;
-        private int next;
+        private final AtomicInteger nextKey = new AtomicInteger();
+        private final AtomicLong live = new AtomicLong();
 
         public NoopRegistrar(long spinNanos) {
             this.spinNanos = spinNanos;
@@ -92,15 +102,19 @@ public final class Workloads {
                     Thread.onSpinWait();
                 }
             }
-            int key;
-            synchronized (this) {
-                key = ++next;
-            }
+            int key = nextKey.incrementAndGet();
+            live.incrementAndGet();
             return new Registration(address, length, access, key, key, 0, key);
         }
 
         @Override
         public void deregister(Registration registration) {
+            live.decrementAndGet();
+        }
+
+        /** Registrations made and not yet deregistered. */
+        public long live() {
+            return live.get();
         }
     }
 }

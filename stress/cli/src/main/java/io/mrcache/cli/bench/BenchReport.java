@@ -1,0 +1,219 @@
+package io.mrcache.cli.bench;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The results of one {@code ./mrcache bench} run, both sides, every repeat: the comparison table, the
+ * scaling table, W6's latency percentiles, allocation per hit against a baseline with no cache call, and
+ * the same as JSON. Ratios compare medians of the undisturbed repeats of this one run.
+ */
+public final class BenchReport {
+    /** name, label, kind (ns: ns per op, lower is better; tput: 2 threads, ratio of throughput; abs), target. */
+    static final String[][] ROWS = {
+        {"w1HitExact1t", "W1 hit, exact 64 KiB of 1024, 1 thread", "ns", "<= 0.5x UCX ns/op"},
+        {"w1HitExact2tShared", "W1 hit, 2 threads, shared regions", "tput", ">= 10x UCX throughput"},
+        {"w1HitExact2tDisjoint", "W1 hit, 2 threads, disjoint regions", "tput", ">= 10x UCX throughput"},
+        {"w2HitSubRange", "W2 hit, random sub-range", "ns", "<= 0.5x UCX ns/op"},
+        {"w3Miss64k", "W3 miss+invalidate, 64 KiB", "ns", "<= 1.0x UCX ns/op"},
+        {"w3MissRandom", "W3 miss+invalidate, 4 KiB..1 MiB", "ns", "<= 1.0x UCX ns/op"},
+        {"w4Mixed1t", "W4 90% hit / 10% miss, 512 regions, 1 thread", "ns", "<= 0.75x UCX ns/op"},
+        {"w4Mixed2t", "W4 same, 2 threads", "tput", ">= 10x UCX throughput"},
+        {"w5InvalidateEmpty", "W5 free hook, nothing registered", "abs", "<= 20 ns"},
+    };
+    /** Region counts of the scaling table (JMH's {@code regions} parameter, the harness's --scaling). */
+    public static final int[] SCALE = {64, 1024, 16384, 65536};
+    private static final String[] W6_PERCENTILES = {"50.0", "99.0", "99.9", "100.0"};
+
+    private final Map<String, Series> mine = new LinkedHashMap<>();
+    private final Map<String, Series> ucx = new LinkedHashMap<>();
+    private final Map<String, Series> w6 = new LinkedHashMap<>();
+    private final Set<String> notes = new LinkedHashSet<>();
+    private final List<Double> mineShares = new ArrayList<>();
+    private final List<Double> ucxShares = new ArrayList<>();
+    private double allocationPerHit = Double.NaN;
+    private double allocationBaseline = Double.NaN;
+
+    /** One repeat of the JMH side; {@code othersShare} from {@link CpuShare#othersSince}. */
+    public void addJmh(Map<String, JmhJson.Result> results, double othersShare) {
+        mineShares.add(othersShare);
+        for (Map.Entry<String, JmhJson.Result> e : results.entrySet()) {
+            if (e.getKey().equals("w6")) {
+                Map<String, Double> p = e.getValue().secondary().get("w6Hit").percentiles();
+                for (String q : W6_PERCENTILES) {
+                    w6.computeIfAbsent(q, k -> new Series()).add(p.getOrDefault(q, Double.NaN), othersShare);
+                }
+            } else if (!e.getKey().startsWith("w0")) {
+                mine.computeIfAbsent(e.getKey(), k -> new Series()).add(e.getValue().score(), othersShare);
+            }
+        }
+    }
+
+    /** One repeat of the UCX harness: its output lines ("name ns cpu-share", and "# " notes). */
+    public void addUcx(List<String> lines, double othersShare) {
+        ucxShares.add(othersShare);
+        for (String line : lines) {
+            String[] c = line.trim().split(" ");
+            if (line.startsWith("#")) {
+                notes.add("UCX: " + line.substring(1).trim());
+            } else if (c.length >= 2) {
+                ucx.computeIfAbsent(c[0], k -> new Series()).add(Double.parseDouble(c[1]), othersShare);
+            }
+        }
+    }
+
+    /** The "# " lines the JMH benchmarks printed (W4's live region count). */
+    public void addJmhNotes(List<String> lines) {
+        for (String line : lines) {
+            if (line.startsWith("# w4 live regions")) {
+                notes.add("mrcache: " + line.substring(1).trim());
+            }
+        }
+    }
+
+    /** Bytes allocated per operation of W1 and of the baseline that makes no cache call (JMH gc profiler). */
+    public void allocation(double perHit, double baseline) {
+        this.allocationPerHit = perHit;
+        this.allocationBaseline = baseline;
+    }
+
+    /** The ratio of medians for a row: ns rows mine/UCX, throughput rows UCX/mine (per-thread ns); NaN if a side is missing. */
+    static double ratio(String kind, Series m, Series u) {
+        if (m == null || u == null || m.isEmpty() || u.isEmpty()) {
+            return Double.NaN;
+        }
+        return kind.equals("tput") ? u.median() / m.median() : m.median() / u.median();
+    }
+
+    static boolean met(String[] row, Series m, double ratio) {
+        double bound = Double.parseDouble(row[3].replaceAll("[^0-9.]+", " ").trim().split(" ")[0]);
+        return switch (row[2]) {
+            case "abs" -> m != null && !m.isEmpty() && m.median() <= bound;
+            case "tput" -> ratio >= bound;
+            default -> ratio <= bound;
+        };
+    }
+
+    /** The tables as printed, plain text. */
+    public String table() {
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "%-46s %-26s %-26s %11s  %-22s %s%n", "workload (ns per op per thread)",
+                "mrcache min/med/max", "UCX min/med/max", "ratio", "target", "met"));
+        for (String[] row : ROWS) {
+            Series m = mine.get(row[0]);
+            Series u = ucx.get(row[0]);
+            double r = ratio(row[2], m, u);
+            String ratio = Double.isNaN(r) ? "" : String.format(Locale.ROOT, "%.2fx%s", r, row[2].equals("tput") ? " tput" : "");
+            boolean hasSide = row[2].equals("abs") ? m != null : !Double.isNaN(r);
+            sb.append(String.format(Locale.ROOT, "%-46s %-26s %-26s %11s  %-22s %s%n", row[1], stats(m), stats(u), ratio,
+                    row[3], hasSide ? (met(row, m, r) ? "yes" : "no") : ""));
+        }
+        if (!w6.isEmpty()) {
+            sb.append(String.format(Locale.ROOT, "%-46s p50 %s, p99 %s, p99.9 %s, max %s ns (target p99 <= 1000 ns: %s)%n",
+                    "W6 hit latency while another thread misses", stats(w6.get("50.0")), stats(w6.get("99.0")),
+                    stats(w6.get("99.9")), stats(w6.get("100.0")), w6.get("99.0").median() <= 1000 ? "met" : "not met"));
+        }
+        sb.append(String.format(Locale.ROOT, "%-46s %.3f bytes per acquire+release; baseline with no cache call %.3f;"
+                + " difference %.3f (JMH gc profiler; target 0)%n", "allocation on the hit path (W1)", allocationPerHit,
+                allocationBaseline, allocationPerHit - allocationBaseline));
+        sb.append(String.format(Locale.ROOT, "%nscaling: ns per op, 1 thread, with N cached 64 KiB regions%n"));
+        sb.append(String.format(Locale.ROOT, "%-8s %-22s %-22s %7s   %-22s %-22s %7s%n", "N", "hit mrcache", "hit UCX",
+                "ratio", "miss+inval mrcache", "miss+inval UCX", "ratio"));
+        for (int n : SCALE) {
+            Series hm = mine.get("scaleHit:" + n);
+            Series hu = ucx.get("scaleHit:" + n);
+            Series mm = mine.get("scaleMiss:" + n);
+            Series mu = ucx.get("scaleMiss:" + n);
+            sb.append(String.format(Locale.ROOT, "%-8d %-22s %-22s %7s   %-22s %-22s %7s%n", n, stats(hm), stats(hu),
+                    ratioText(hm, hu), stats(mm), stats(mu), ratioText(mm, mu)));
+        }
+        sb.append('\n');
+        for (String note : notes) {
+            sb.append(note).append('\n');
+        }
+        sb.append(String.format(Locale.ROOT, "repeats: %d of each side; other processes' share of the machine per repeat:"
+                + " mrcache %s, UCX %s; a repeat above %.0f%% is left out of the medians (marked -k)%n",
+                mineShares.size(), shares(mineShares), shares(ucxShares), CpuShare.DISTURBED_ABOVE * 100));
+        sb.append("2-thread ratios compare total throughput (UCX ns per op per thread over mrcache's)\n");
+        return sb.toString();
+    }
+
+    private static String ratioText(Series m, Series u) {
+        double r = ratio("ns", m, u);
+        return Double.isNaN(r) ? "" : String.format(Locale.ROOT, "%.2fx", r);
+    }
+
+    private static String stats(Series s) {
+        return s == null ? "-" : s.stats();
+    }
+
+    private static String shares(List<Double> shares) {
+        if (shares.isEmpty()) {
+            return "-";
+        }
+        List<String> out = new ArrayList<>();
+        for (double s : shares) {
+            out.add(Double.isNaN(s) ? "?" : String.format(Locale.ROOT, "%.0f%%", s * 100));
+        }
+        return String.join(" ", out);
+    }
+
+    /** The same results as a JSON-ready map. */
+    public Map<String, Object> json() {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("repeats", mineShares.size());
+        out.put("disturbedAbove", CpuShare.DISTURBED_ABOVE);
+        out.put("othersShare", Map.of("mrcache", mineShares, "ucx", ucxShares));
+        List<Object> rows = new ArrayList<>();
+        for (String[] row : ROWS) {
+            Series m = mine.get(row[0]);
+            Series u = ucx.get(row[0]);
+            double r = ratio(row[2], m, u);
+            Map<String, Object> j = new LinkedHashMap<>();
+            j.put("workload", row[1]);
+            j.put("benchmark", row[0]);
+            j.put("unit", "ns per op per thread");
+            j.put("mrcache", values(m));
+            j.put("ucx", values(u));
+            j.put("ratio", r);
+            j.put("ratioKind", row[2].equals("tput") ? "ucx/mrcache ns (throughput)" : "mrcache/ucx ns");
+            j.put("target", row[3]);
+            j.put("met", met(row, m, r));
+            rows.add(j);
+        }
+        out.put("rows", rows);
+        List<Object> scaling = new ArrayList<>();
+        for (int n : SCALE) {
+            Map<String, Object> j = new LinkedHashMap<>();
+            j.put("regions", n);
+            j.put("hitMrcache", values(mine.get("scaleHit:" + n)));
+            j.put("hitUcx", values(ucx.get("scaleHit:" + n)));
+            j.put("missMrcache", values(mine.get("scaleMiss:" + n)));
+            j.put("missUcx", values(ucx.get("scaleMiss:" + n)));
+            scaling.add(j);
+        }
+        out.put("scaling", scaling);
+        Map<String, Object> lat = new LinkedHashMap<>();
+        for (String q : W6_PERCENTILES) {
+            lat.put("p" + q, values(w6.get(q)));
+        }
+        out.put("w6HitLatencyNs", lat);
+        out.put("allocationBytesPerHit", allocationPerHit);
+        out.put("allocationBytesBaseline", allocationBaseline);
+        out.put("notes", List.copyOf(notes));
+        return out;
+    }
+
+    private static Map<String, Object> values(Series s) {
+        Map<String, Object> j = new LinkedHashMap<>();
+        j.put("values", s == null ? List.of() : s.all());
+        j.put("kept", s == null ? List.of() : s.kept());
+        j.put("median", s == null ? Double.NaN : s.median());
+        return j;
+    }
+}
