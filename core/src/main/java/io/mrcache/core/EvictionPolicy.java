@@ -6,7 +6,6 @@ import com.github.benmanes.caffeine.cache.Policy;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
@@ -35,7 +34,7 @@ final class EvictionPolicy {
     private final Cache<Region, Region> policy;
     private final Policy.Eviction<Region, Region> coldestFirst;
     /** Regions the policy retired (and whose deregistration it claimed), waiting to be unlinked. */
-    private final ConcurrentLinkedQueue<Region> evicted = new ConcurrentLinkedQueue<>();
+    private final RegionHandoff evicted = new RegionHandoff();
 
     EvictionPolicy(Budget budget, CacheMetrics metrics, int faults, Consumer<List<Region>> unlink,
             Deregistrar deregistrar) {
@@ -175,14 +174,7 @@ final class EvictionPolicy {
      * {@link #finishEvicted}.
      */
     List<Region> pollEvicted() {
-        if (evicted.isEmpty()) {
-            return List.of();
-        }
-        List<Region> batch = new ArrayList<>(2);
-        for (Region r; (r = evicted.poll()) != null;) {
-            batch.add(r);
-        }
-        return batch;
+        return evicted.isEmpty() ? List.of() : evicted.takeAll();
     }
 
     /** Counts and deregisters unlinked victims of {@link #pollEvicted}. Outside every lock. */

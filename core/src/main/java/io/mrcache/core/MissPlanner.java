@@ -37,6 +37,9 @@ final class MissPlanner {
         int rights = access;
         boolean upgrade = false;
         long reach = mergePolicy == MergePolicy.OVERLAPPING_AND_ADJACENT ? 1 : 0;
+        if (!index.overlapsAny(Math.max(0, from - reach), to + reach)) {
+            return new PendingRegistration(from, to, access, List.of(), false); // the common miss: nothing near
+        }
         boolean grew = true;
         while (grew) { // a merge may widen the range onto more regions
             grew = false;

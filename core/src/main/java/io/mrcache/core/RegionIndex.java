@@ -175,19 +175,9 @@ final class RegionIndex {
         return base;
     }
 
-    /** Index of the last key before {@code address}, or -1. */
+    /** Index of the last key before {@code address}, or -1 (addresses are never negative). */
     private static int lastBefore(long[] keys, long address) {
-        int lo = 0;
-        int hi = keys.length;
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            if (keys[mid] < address) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        return lo - 1;
+        return lastAtOrBefore(keys, address - 1);
     }
 
     @Override
@@ -258,7 +248,7 @@ final class RegionIndex {
             int leaves = 0;
             for (int i = 0; i < n; i++) {
                 starts[i] = children[i].starts[0];
-                ends[i] = children[i].maxEnds[children[i].maxEnds.length - 1];
+                ends[i] = children[i].maxEnd();
                 size += children[i].size;
                 leaves += children[i].leaves;
             }
@@ -326,24 +316,37 @@ final class RegionIndex {
         /** The nodes replacing this one: one, or two when it overflowed. */
         private Node[] insert(Region r) {
             if (isLeaf) {
-                Region[] rs = insertAt(regions, lastAtOrBefore(starts, r.start) + 1, r);
-                return rs.length <= FANOUT ? new Node[] {leaf(rs)}
-                        : new Node[] {leaf(Arrays.copyOf(rs, rs.length / 2)),
-                                leaf(Arrays.copyOfRange(rs, rs.length / 2, rs.length))};
+                int at = lastAtOrBefore(starts, r.start) + 1;
+                if (regions.length < FANOUT) {
+                    return new Node[] {withEntry(at, r)}; // copies this leaf's arrays, reads no other region
+                }
+                Region[] rs = insertAt(regions, at, r);
+                int cut = splitPoint(at, rs.length);
+                return new Node[] {leaf(Arrays.copyOf(rs, cut)), leaf(Arrays.copyOfRange(rs, cut, rs.length))};
             }
             int i = Math.max(0, lastAtOrBefore(starts, r.start));
             Node[] below = children[i].insert(r);
             Node[] cs;
             if (below.length == 1) {
-                cs = children.clone();
-                cs[i] = below[0];
-            } else {
-                cs = insertAt(children, i + 1, below[1]);
-                cs[i] = below[0];
+                return new Node[] {withChild(i, below[0])};
             }
-            return cs.length <= FANOUT ? new Node[] {inner(cs)}
-                    : new Node[] {inner(Arrays.copyOf(cs, cs.length / 2)),
-                            inner(Arrays.copyOfRange(cs, cs.length / 2, cs.length))};
+            cs = insertAt(children, i + 1, below[1]);
+            cs[i] = below[0];
+            if (cs.length <= FANOUT) {
+                return new Node[] {withSplitChild(i, below[0], below[1], cs)};
+            }
+            int cut = splitPoint(i + 1, cs.length);
+            return new Node[] {inner(Arrays.copyOf(cs, cut)), inner(Arrays.copyOfRange(cs, cut, cs.length))};
+        }
+
+        /**
+         * Where an overflowing node of {@code length} entries splits after an insertion at {@code at}: in the
+         * middle, except that an insertion at either end leaves the full side whole, so that ascending (or
+         * descending) addresses, the common order of a buffer pool, fill nodes instead of leaving them half
+         * empty.
+         */
+        private static int splitPoint(int at, int length) {
+            return at == length - 1 ? length - 1 : at == 0 ? 1 : length / 2;
         }
 
         /** This subtree without {@code r}: itself when {@code r} is absent, null when nothing is left. */
@@ -351,18 +354,16 @@ final class RegionIndex {
             for (int i = lastAtOrBefore(starts, r.start); i >= 0; i--) {
                 if (isLeaf) {
                     if (regions[i] == r) {
-                        return regions.length == 1 ? null : leaf(removeAt(regions, i));
+                        return regions.length == 1 ? null : withoutEntry(i);
                     }
                 } else {
                     Node child = children[i];
                     Node changed = child.remove(r);
                     if (changed != child) {
                         if (changed != null) {
-                            Node[] cs = children.clone();
-                            cs[i] = changed;
-                            return inner(cs);
+                            return withChild(i, changed);
                         }
-                        return children.length == 1 ? null : inner(removeAt(children, i));
+                        return children.length == 1 ? null : withoutChild(i);
                     }
                 }
                 if (starts[i] < r.start) {
@@ -370,6 +371,75 @@ final class RegionIndex {
                 }
             }
             return this;
+        }
+
+        // Copies with one entry or child changed: System.arraycopy of this node's arrays, so that an update
+        // reads no region and no sibling node (at 65,536 regions those reads are cache misses).
+
+        private Node withEntry(int at, Region r) {
+            long[] ss = insertAt(starts, at, r.start);
+            long[] es = insertAt(ends, at, r.end);
+            int[] as = new int[accesses.length + 1];
+            System.arraycopy(accesses, 0, as, 0, at);
+            System.arraycopy(accesses, at, as, at + 1, accesses.length - at);
+            as[at] = r.access;
+            return new Node(ss, es, as, insertAt(regions, at, r), NO_CHILDREN, size + 1, 1);
+        }
+
+        private Node withoutEntry(int at) {
+            int[] as = new int[accesses.length - 1];
+            System.arraycopy(accesses, 0, as, 0, at);
+            System.arraycopy(accesses, at + 1, as, at, as.length - at);
+            return new Node(removeAt(starts, at), removeAt(ends, at), as, removeAt(regions, at), NO_CHILDREN,
+                    size - 1, 1);
+        }
+
+        private Node withChild(int i, Node child) {
+            long[] ss = starts.clone();
+            long[] es = ends.clone();
+            Node[] cs = children.clone();
+            ss[i] = child.starts[0];
+            es[i] = child.maxEnd();
+            cs[i] = child;
+            Node old = children[i];
+            return new Node(ss, es, NO_ACCESSES, NO_REGIONS, cs, size - old.size + child.size,
+                    leaves - old.leaves + child.leaves);
+        }
+
+        /** Child {@code i} split into {@code a} and {@code b}; {@code cs} is the new children array. */
+        private Node withSplitChild(int i, Node a, Node b, Node[] cs) {
+            long[] ss = insertAt(starts, i + 1, b.starts[0]);
+            long[] es = insertAt(ends, i + 1, b.maxEnd());
+            ss[i] = a.starts[0];
+            es[i] = a.maxEnd();
+            Node old = children[i];
+            return new Node(ss, es, NO_ACCESSES, NO_REGIONS, cs, size - old.size + a.size + b.size,
+                    leaves - old.leaves + a.leaves + b.leaves);
+        }
+
+        private Node withoutChild(int i) {
+            Node old = children[i];
+            return new Node(removeAt(starts, i), removeAt(ends, i), NO_ACCESSES, NO_REGIONS, removeAt(children, i),
+                    size - old.size, leaves - old.leaves);
+        }
+
+        long maxEnd() {
+            return maxEnds[maxEnds.length - 1];
+        }
+
+        private static long[] insertAt(long[] a, int at, long x) {
+            long[] out = new long[a.length + 1];
+            System.arraycopy(a, 0, out, 0, at);
+            System.arraycopy(a, at, out, at + 1, a.length - at);
+            out[at] = x;
+            return out;
+        }
+
+        private static long[] removeAt(long[] a, int at) {
+            long[] out = new long[a.length - 1];
+            System.arraycopy(a, 0, out, 0, at);
+            System.arraycopy(a, at + 1, out, at, out.length - at);
+            return out;
         }
 
         List<Region> all() {

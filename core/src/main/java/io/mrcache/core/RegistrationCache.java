@@ -16,6 +16,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import java.util.stream.Stream;
+import org.HdrHistogram.Histogram;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -41,11 +42,13 @@ import org.jspecify.annotations.Nullable;
  * <h2>Concurrency</h2>
  * <p>Read without a lock: {@link #index}, an immutable {@link RegionIndex} published through a volatile
  * field, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and striped lease cells. A
- * hit is one volatile read of the index, a walk down its B+-tree (a branch-free binary search over each node's
- * arrays, two or three nodes deep at thousands of regions), one atomic
- * add on the calling thread's lease cell of the region and one read of its state word
- * ({@link Region#tryRetainHit}: a volatile add, then a volatile read), which backs off once the region is retired. Two threads hitting the same
- * region write different cache lines.
+ * hit is a probe of the {@link FrontTable} (a hint for repeated requests; where it has no answer, one volatile
+ * read of the index and a walk down its B+-tree, a branch-free binary search over each node's arrays, two or
+ * three nodes deep at thousands of regions), then one atomic add on the calling thread's lease cell of the
+ * region and one read of its state word ({@link Region#tryRetainHit}: a volatile add, then a volatile read),
+ * which backs off once the region is retired. A region found through the hint, like one found through an old
+ * index, is only ever retained through that same check. Two threads hitting the same region write different
+ * cache lines.
  *
  * <p>Written under {@link #lock} only: the index, the index of retired-but-not-yet-deregistered regions
  * ({@link #retiring}) and the list of in-flight registrations ({@link #pending}), and the deregistrar's
@@ -155,12 +158,19 @@ public final class RegistrationCache implements AutoCloseable {
     private final EvictionPolicy eviction;
 
     private final ReentrantLock lock = new ReentrantLock();
+    /** A hint for repeated requests, checked before the index; see {@link FrontTable} for why it is safe. */
+    private final FrontTable front = new FrontTable();
     /** Published regions: read without a lock, replaced under {@link #lock}. */
     private volatile RegionIndex index = RegionIndex.EMPTY;
-    /** Retired regions not yet deregistered (leased, being deregistered, or quarantined); as {@link #index}. */
+    /**
+     * Retired regions not yet deregistered (leased, being deregistered, or quarantined), and deregistered ones
+     * until the next writer drops them ({@link #dropDeregistered()}); as {@link #index}.
+     */
     private volatile RegionIndex retiring = RegionIndex.EMPTY;
     @GuardedBy("lock")
     private final List<PendingRegistration> pending = new ArrayList<>();
+    /** Deregistered regions still in {@link #retiring}, until the next writer drops them. */
+    private final RegionHandoff deregistered = new RegionHandoff();
     /** {@code pending.size()}, for the free-hook fast path's lock-free read. */
     private volatile int pendingCount;
     private volatile boolean closed;
@@ -205,9 +215,13 @@ public final class RegistrationCache implements AutoCloseable {
         long end = AddressRange.checkedEnd("acquire", address, length);
         Access.validate(access);
         int stripe = Region.stripe();
-        Region r = index.findServingUnchecked(address, end, access, widenRemote);
+        Region r = front.find(address, end, access, widenRemote);
         if (r == null || !retainHit(r, stripe)) {
-            r = acquireSlow(address, end, access, stripe);
+            r = index.findServingUnchecked(address, end, access, widenRemote);
+            if (r == null || !retainHit(r, stripe)) {
+                r = acquireSlow(address, end, access, stripe);
+            }
+            front.remember(address, r);
         }
         // the one allocation site: when the caller keeps the lease local, C2 can scalar-replace it
         return leakDetector == null || !leakDetector.track() ? new Lease(this, r, stripe, address, length, null)
@@ -305,7 +319,7 @@ public final class RegistrationCache implements AutoCloseable {
      */
     private @Nullable Region registerAndPublish(PendingRegistration p, long address, long end, int access) {
         RegistrationEvent event = CacheEvents.registrationStarted();
-        long started = nanoClock.getAsLong();
+        long started = metrics.shouldTimeRegistration() ? nanoClock.getAsLong() : Long.MIN_VALUE;
         Registration reg;
         try {
             reg = recovery.register(p, address, end, access);
@@ -313,7 +327,8 @@ public final class RegistrationCache implements AutoCloseable {
             throw registrationFailed(p, event, t);
         }
         long pinned = AddressRange.alignUp(reg.end(), alignment) - AddressRange.alignDown(reg.address(), alignment);
-        metrics.registered(pinned, nanoClock.getAsLong() - started, reg.length());
+        long registrationNanos = started == Long.MIN_VALUE ? -1 : Math.max(0, nanoClock.getAsLong() - started);
+        metrics.registered(pinned);
         Region region = new Region(reg, pinned, 1);
         String wrong = recovery.wrongResult(p, address, end, access, reg);
         List<Region> superseded = List.of();
@@ -322,10 +337,13 @@ public final class RegistrationCache implements AutoCloseable {
         boolean publish;
         lock.lock();
         try {
+            dropDeregistered();
+            metrics.recordRegistration(registrationNanos, reg.length());
             publish = wrong == null && (!p.doomed || CacheFault.PUBLISH_DOOMED.in(faults))
                     && (!closed || CacheFault.CLOSE_SKIPS_PENDING.in(faults));
             if (publish) {
-                List<Region> replaced = p.supersedes.stream().filter(index::contains).toList();
+                List<Region> replaced = p.supersedes.isEmpty() ? List.of()
+                        : p.supersedes.stream().filter(index::contains).toList();
                 superseded = replaced;
                 // the policy learns of the change first, so that the victims it picks for the new region leave
                 // in the same index copy as the publication (one copy and one lock per miss, not two)
@@ -471,12 +489,13 @@ public final class RegistrationCache implements AutoCloseable {
 
     private CompletionStage<Void> invalidateSlow(long address, long end) {
         InvalidationEvent event = CacheEvents.invalidationStarted();
-        List<CompletableFuture<Void>> waits = new ArrayList<>();
+        List<CompletableFuture<Void>> waits = new ArrayList<>(4);
         List<Region> gone = List.of();
         List<Region> toDeregister = List.of();
         int doomed = 0;
         lock.lock();
         try {
+            dropDeregistered();
             if (!CacheFault.SKIP_UNLINK.in(faults)) {
                 gone = index.overlapping(address, end);
                 retiring = retiring.withAll(gone);
@@ -508,8 +527,8 @@ public final class RegistrationCache implements AutoCloseable {
         if (CacheFault.COMPLETE_EARLY.in(faults)) {
             return Stages.DONE;
         }
-        return Stages.allDeregistered("invalidate [0x" + Long.toHexString(address) + ", 0x" + Long.toHexString(end)
-                + ")", waits);
+        return Stages.allDeregistered(() -> "invalidate [0x" + Long.toHexString(address) + ", 0x"
+                + Long.toHexString(end) + ")", waits);
     }
 
     /**
@@ -531,6 +550,7 @@ public final class RegistrationCache implements AutoCloseable {
     private void unlinkEvicted(List<Region> batch) {
         lock.lock();
         try {
+            dropDeregistered();
             // an invalidation may have unlinked some already (and put them in retiring): move only the rest
             List<Region> linked = batch.stream().filter(index::contains).toList();
             retiring = retiring.withAll(linked);
@@ -540,15 +560,27 @@ public final class RegistrationCache implements AutoCloseable {
         }
     }
 
-    /** For the deregistrar: a region's keys are dead, so it leaves {@link #retiring}. */
+    /**
+     * For the deregistrar: a region's keys are dead, so it may leave {@link #retiring}. It leaves with the next
+     * writer's copy ({@link #dropDeregistered()}), not under a lock of its own: one lock fewer per
+     * deregistration. Until then it is one more region an overlapping invalidation waits for, whose
+     * deregistration has already completed: a superset of what I3 needs.
+     */
     private void forgetDeregistered(Region r) {
-        lock.lock();
-        try {
-            retiring = retiring.with(null, List.of(r));
-            metrics.add(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
-        } finally {
-            lock.unlock();
+        deregistered.add(r);
+    }
+
+    /** Takes the regions whose deregistration succeeded out of {@link #retiring}, in one copy. */
+    @GuardedBy("lock")
+    private void dropDeregistered() {
+        if (deregistered.isEmpty()) {
+            return;
         }
+        List<Region> dead = deregistered.takeAll();
+        for (Region r : dead) {
+            metrics.add(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
+        }
+        retiring = retiring.with(null, dead);
     }
 
     /**
@@ -599,10 +631,12 @@ public final class RegistrationCache implements AutoCloseable {
             if (closeCompletion != null) {
                 return closeCompletion.minimalCompletionStage();
             }
+            dropDeregistered();
             closed = true;
             gone = index.all();
             retiring = retiring.withAll(gone);
             index = RegionIndex.EMPTY;
+            front.clear(); // the regions are retired anyway: this only lets them be collected
             toDeregister = retireAll(gone);
             List<CompletableFuture<Void>> waits = new ArrayList<>();
             for (Region r : retiring.all()) { // quarantined ones too: close retries them once below
@@ -614,7 +648,7 @@ public final class RegistrationCache implements AutoCloseable {
                     waits.add(p.settled);
                 }
             }
-            done = Stages.allDeregistered("close", waits).toCompletableFuture();
+            done = Stages.allDeregistered(() -> "close", waits).toCompletableFuture();
             if (ownsRegistrar) { // last, and only once nothing it registered is live
                 done = done.thenRun(registrar::close);
             }
@@ -693,8 +727,11 @@ public final class RegistrationCache implements AutoCloseable {
      */
     public MetricsSnapshot metrics() {
         long liveHits = 0;
+        Histogram[] histograms;
         lock.lock();
         try {
+            dropDeregistered();
+            histograms = metrics.copyHistograms();
             for (Region r : index.all()) {
                 liveHits += r.hits();
             }
@@ -704,7 +741,7 @@ public final class RegistrationCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        return metrics.snapshot(liveHits, deregistrar.quarantinedCount());
+        return metrics.snapshot(liveHits, deregistrar.quarantinedCount(), histograms);
     }
 
     /** Registrations in flight now (tests check that a failure never leaves one behind). */
@@ -714,7 +751,13 @@ public final class RegistrationCache implements AutoCloseable {
 
     /** Regions retired and not yet deregistered (tests check it drains to zero). */
     int retiringCount() {
-        return retiring.size();
+        lock.lock();
+        try {
+            dropDeregistered();
+            return retiring.size();
+        } finally {
+            lock.unlock();
+        }
     }
 
     public long pinnedBytes() {

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
 
 /**
  * The completion stages that {@code invalidate} and {@code close} return: one shared completed stage (the
@@ -23,9 +24,9 @@ final class Stages {
      * exceptionally with a {@link DeregistrationException} that names {@code what} and every registration
      * whose keys are still live. Never normally while such a key is live (I3).
      */
-    static CompletionStage<Void> allDeregistered(String what, List<CompletableFuture<Void>> waits) {
-        if (waits.isEmpty()) {
-            return DONE;
+    static CompletionStage<Void> allDeregistered(Supplier<String> what, List<CompletableFuture<Void>> waits) {
+        if (allDoneNormally(waits)) {
+            return DONE; // the common case: the invalidating thread deregistered them itself, just now
         }
         return CompletableFuture.allOf(waits.toArray(CompletableFuture[]::new)).handle((ok, failure) -> {
             if (failure == null) {
@@ -48,11 +49,20 @@ final class Stages {
             }
             Throwable cause = failure instanceof CompletionException ce && ce.getCause() != null ? ce.getCause()
                     : failure;
-            throw new DeregistrationException(what + " did not complete: the deregistration of " + live
+            throw new DeregistrationException(what.get() + " did not complete: the deregistration of " + live
                     + " failed (errno " + errno + ": " + String.join("; ", causes) + "), so their keys are still"
                     + " live at the NIC. Do not reuse this memory; the cache keeps them quarantined and retries"
                     + " (see retryQuarantined()).", errno, live, cause);
         });
+    }
+
+    private static boolean allDoneNormally(List<CompletableFuture<Void>> waits) {
+        for (CompletableFuture<Void> w : waits) {
+            if (!w.isDone() || w.isCompletedExceptionally()) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Waits for {@code stage}; rethrows a runtime cause as it is. */

@@ -275,15 +275,21 @@ class EdgesTest extends CacheTestSupport {
         CompletableFuture<Void> done = CompletableFuture.completedFuture(null);
         CompletableFuture<Void> failed = new CompletableFuture<>();
         failed.completeExceptionally(DeregistrationException.of(bad, new RegistrationException("EBUSY", 16)));
-        CompletableFuture<Void> stage = Stages.allDeregistered("invalidate [x)", List.of(done, failed))
+        CompletableFuture<Void> stage = Stages.allDeregistered(() -> "invalidate [x)", List.of(done, failed))
                 .toCompletableFuture();
         CompletionException e = assertThrows(CompletionException.class, stage::join);
         DeregistrationException de = (DeregistrationException) e.getCause();
         assertEquals(List.of(bad), de.stillRegistered());
         assertEquals(16, de.errno());
         assertTrue(de.getMessage().startsWith("invalidate [x) did not complete"), de.getMessage());
-        assertSame(Stages.DONE, Stages.allDeregistered("nothing", List.of()));
-        assertTrue(Stages.allDeregistered("all ok", List.of(done)).toCompletableFuture().isDone());
+        assertSame(Stages.DONE, Stages.allDeregistered(() -> "nothing", List.of()));
+        assertSame(Stages.DONE, Stages.allDeregistered(() -> "all ok", List.of(done)), "done already: no allocation");
+        CompletableFuture<Void> running = new CompletableFuture<>();
+        CompletableFuture<Void> waiting = Stages.allDeregistered(() -> "one running", List.of(done, running))
+                .toCompletableFuture();
+        assertFalse(waiting.isDone(), "waits for the running deregistration");
+        running.complete(null);
+        assertTrue(waiting.isDone() && !waiting.isCompletedExceptionally());
     }
 
     @Test
@@ -294,6 +300,33 @@ class EdgesTest extends CacheTestSupport {
             cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
             assertEquals(7_000, cache.metrics().registrationNanos().max(), 10);
             assertEquals(PAGE, cache.metrics().registrationBytes().max(), 4);
+        }
+    }
+
+    @Test
+    void fastRegistrationsAreTimedOneInSixtyFourAndCountedInFull() {
+        long[] now = {0};
+        int[] clockReads = {0};
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).clock(() -> {
+            clockReads[0]++;
+            return now[0];
+        }).build()) {
+            registrar.duringRegister(() -> now[0] += 10); // a registrar faster than a microsecond
+            for (int i = 0; i < 129; i++) {
+                cache.acquire(BASE + i * PAGE, PAGE, LOCAL_WRITE).close();
+            }
+            assertEquals(6, clockReads[0], "the first, the 65th and the 129th registration were timed");
+            assertEquals(129, cache.metrics().registrationNanos().count(), "each timed one stands for the others");
+            assertEquals(129, cache.metrics().registrationBytes().count(), "sizes need no clock: all recorded");
+            registrar.duringRegister(() -> now[0] += 5_000); // now a slow one: every registration is timed again
+            for (int i = 0; i < 64; i++) { // the sampled one finds the registrar slow
+                cache.acquire(BASE + (200 + i) * PAGE, PAGE, LOCAL_WRITE).close();
+            }
+            int before = clockReads[0];
+            cache.acquire(BASE + 300 * PAGE, PAGE, LOCAL_WRITE).close();
+            cache.acquire(BASE + 301 * PAGE, PAGE, LOCAL_WRITE).close();
+            assertEquals(before + 4, clockReads[0]);
+            assertEquals(5_000, cache.metrics().registrationNanos().max(), 10);
         }
     }
 

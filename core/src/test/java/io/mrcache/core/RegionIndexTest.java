@@ -85,6 +85,9 @@ class RegionIndexTest {
             Region r = EdgesTest.region(i * PAGE, PAGE, LOCAL_WRITE);
             all.add(r);
             idx = idx.with(r, List.of());
+            if (i == 1023) {
+                assertEquals(2, idx.height(), "ascending insertions fill their nodes: 1024 = 32 full leaves");
+            }
         }
         // leaves hold at least FANOUT / 2 after a split, inner nodes too: 65,536 regions fit in 4 levels
         assertTrue(idx.height() <= 4, "height " + idx.height());
