@@ -33,6 +33,23 @@ final class CacheMetrics {
         }
     }
 
+    /**
+     * Counts that only code holding the cache's lock adds to (misses, registrations, merges and upgrades,
+     * invalidations, the hits of deregistered regions): plain adds, ordered by the lock, where a
+     * {@code LongAdder} would cost an atomic operation each on every miss.
+     */
+    private final long[] underLock = new long[COUNTERS.length];
+
+    /** Under the cache's lock. */
+    void countUnderLock(CacheCounter counter, long n) {
+        underLock[counter.ordinal()] += n;
+    }
+
+    /** A copy of the counts kept under the lock, for {@link #snapshot}; under the cache's lock. */
+    long[] copyUnderLock() {
+        return underLock.clone();
+    }
+
     void increment(CacheCounter counter) {
         counters[counter.ordinal()].increment();
     }
@@ -42,7 +59,6 @@ final class CacheMetrics {
     }
 
     void registered(long pinned) {
-        increment(CacheCounter.REGISTRATIONS);
         pinnedBytes.addAndGet(pinned);
         regions.incrementAndGet();
     }
@@ -59,6 +75,7 @@ final class CacheMetrics {
 
     /** Under the cache's lock; {@code nanos} is negative for a registration that was not timed. */
     void recordRegistration(long nanos, long bytes) {
+        countUnderLock(CacheCounter.REGISTRATIONS, 1);
         registrationBytes.recordValue(Math.max(1, bytes));
         if (nanos < 0) {
             untimedRegistrations++;
@@ -84,10 +101,10 @@ final class CacheMetrics {
      * @param liveHits    hits still counted in live regions' lease words
      * @param quarantined registrations whose deregistration failed and awaits a retry
      */
-    MetricsSnapshot snapshot(long liveHits, long quarantined, Histogram[] histograms) {
+    MetricsSnapshot snapshot(long liveHits, long quarantined, Histogram[] histograms, long[] countedUnderLock) {
         EnumMap<CacheCounter, Long> counts = new EnumMap<>(CacheCounter.class);
         for (CacheCounter c : COUNTERS) {
-            counts.put(c, counters[c.ordinal()].sum());
+            counts.put(c, counters[c.ordinal()].sum() + countedUnderLock[c.ordinal()]);
         }
         counts.merge(CacheCounter.HITS, liveHits, Long::sum);
         return new MetricsSnapshot(counts, pinnedBytes.get(), regions.get(), quarantined,

@@ -15,7 +15,6 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
-import java.util.stream.Stream;
 import org.HdrHistogram.Histogram;
 import org.jspecify.annotations.Nullable;
 
@@ -268,6 +267,7 @@ public final class RegistrationCache implements AutoCloseable {
                     pending.add(p);
                     pendingCount = pending.size();
                     owner = true;
+                    metrics.countUnderLock(CacheCounter.MISSES, 1);
                 }
             } finally {
                 lock.unlock();
@@ -277,7 +277,6 @@ public final class RegistrationCache implements AutoCloseable {
             }
             Region r;
             if (owner) {
-                metrics.increment(CacheCounter.MISSES);
                 r = registerAndPublish(p, address, end, access);
             } else {
                 r = joinInFlight(p, address, end, access, stripe);
@@ -352,15 +351,23 @@ public final class RegistrationCache implements AutoCloseable {
                 evicted = eviction.pollEvicted();
                 List<Region> gone = superseded;
                 if (!evicted.isEmpty()) {
-                    // a victim another thread's policy call queued may be one this publication supersedes
-                    List<Region> victims = evicted.stream()
-                            .filter(r -> index.contains(r) && !replaced.contains(r)).toList();
+                    List<Region> victims = new ArrayList<>(evicted.size());
+                    for (Region r : evicted) {
+                        // a victim another thread's policy call queued may be one this publication supersedes
+                        if (index.contains(r) && !replaced.contains(r)) {
+                            victims.add(r);
+                        }
+                    }
                     retiring = retiring.withAll(victims);
-                    gone = Stream.concat(superseded.stream(), victims.stream()).toList();
+                    gone = new ArrayList<>(superseded);
+                    gone.addAll(victims);
                 }
                 retiring = retiring.withAll(superseded);
                 index = index.with(region, gone);
                 toDeregister = retireAll(superseded);
+                if (!superseded.isEmpty()) {
+                    metrics.countUnderLock(p.upgrade ? CacheCounter.ACCESS_UPGRADES : CacheCounter.MERGES, 1);
+                }
             } else {
                 region.retire();
                 retiring = retiring.withAll(List.of(region));
@@ -374,9 +381,6 @@ public final class RegistrationCache implements AutoCloseable {
             return null;
         }
         CacheEvents.registered(event, p, "published");
-        if (!superseded.isEmpty()) {
-            metrics.increment(p.upgrade ? CacheCounter.ACCESS_UPGRADES : CacheCounter.MERGES);
-        }
         eviction.finishEvicted(evicted);
         toDeregister.forEach(deregistrar::deregister);
         p.published(region);
@@ -514,12 +518,12 @@ public final class RegistrationCache implements AutoCloseable {
                     waits.add(p.settled);
                 }
             }
+            if (!gone.isEmpty() || doomed > 0) {
+                metrics.countUnderLock(CacheCounter.INVALIDATIONS, 1);
+                metrics.countUnderLock(CacheCounter.INVALIDATED_REGIONS, gone.size());
+            }
         } finally {
             lock.unlock();
-        }
-        if (!gone.isEmpty() || doomed > 0) {
-            metrics.increment(CacheCounter.INVALIDATIONS);
-            metrics.add(CacheCounter.INVALIDATED_REGIONS, gone.size());
         }
         gone.forEach(eviction::unlinked);
         toDeregister.forEach(deregistrar::deregister);
@@ -578,7 +582,7 @@ public final class RegistrationCache implements AutoCloseable {
         }
         List<Region> dead = deregistered.takeAll();
         for (Region r : dead) {
-            metrics.add(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
+            metrics.countUnderLock(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
         }
         retiring = retiring.with(null, dead);
     }
@@ -728,10 +732,12 @@ public final class RegistrationCache implements AutoCloseable {
     public MetricsSnapshot metrics() {
         long liveHits = 0;
         Histogram[] histograms;
+        long[] countedUnderLock;
         lock.lock();
         try {
             dropDeregistered();
             histograms = metrics.copyHistograms();
+            countedUnderLock = metrics.copyUnderLock();
             for (Region r : index.all()) {
                 liveHits += r.hits();
             }
@@ -741,7 +747,7 @@ public final class RegistrationCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        return metrics.snapshot(liveHits, deregistrar.quarantinedCount(), histograms);
+        return metrics.snapshot(liveHits, deregistrar.quarantinedCount(), histograms, countedUnderLock);
     }
 
     /** Registrations in flight now (tests check that a failure never leaves one behind). */
