@@ -35,8 +35,8 @@ final class CacheMetrics {
 
     /**
      * Counts that only code holding the cache's lock adds to (misses, registrations, merges and upgrades,
-     * invalidations, the hits of deregistered regions): plain adds, ordered by the lock, where a
-     * {@code LongAdder} would cost an atomic operation each on every miss.
+     * invalidations, deregistrations and the hits of deregistered regions as they leave): plain adds, ordered
+     * by the lock, where a {@code LongAdder} would cost an atomic operation each on every miss.
      */
     private final long[] underLock = new long[COUNTERS.length];
 
@@ -91,8 +91,8 @@ final class CacheMetrics {
         return new Histogram[] {registrationNanos.copy(), registrationBytes.copy()};
     }
 
+    /** Pinned bytes and regions at once; the count of deregistrations is kept under the lock as they leave. */
     void deregistered(long pinned) {
-        increment(CacheCounter.DEREGISTRATIONS);
         pinnedBytes.addAndGet(-pinned);
         regions.decrementAndGet();
     }

@@ -581,6 +581,7 @@ public final class RegistrationCache implements AutoCloseable {
             return;
         }
         List<Region> dead = deregistered.takeAll();
+        metrics.countUnderLock(CacheCounter.DEREGISTRATIONS, dead.size());
         for (Region r : dead) {
             metrics.countUnderLock(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
         }
