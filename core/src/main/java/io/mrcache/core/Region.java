@@ -34,8 +34,8 @@ final class Region {
     static final long RETIRED = 1L;
     static final long EVICTING = 1L << 1;
     static final long CLAIMED = 1L << 2;
-    /** Cells per region; a power of two. */
-    static final int STRIPES = 4;
+    /** Cells per region ({@link LeaseStripes}). */
+    static final int STRIPES = LeaseStripes.STRIPES;
     /** longs per cell: 8 x 8 bytes = one 64-byte cache line. */
     private static final int CELL_STRIDE = 8;
     /** In a cell: leases in the low 32 bits, hits in the high 32 (harvested before they can wrap). */
@@ -68,9 +68,9 @@ final class Region {
         }
     }
 
-    /** The stripe of the calling thread: a fixed function of its id. */
+    /** The calling thread's stripe ({@link LeaseStripes}: a hash of its id, moved on contention). */
     static int stripe() {
-        return (int) ((Thread.currentThread().threadId() * 0x9E3779B97F4A7C15L) >>> 62) & (STRIPES - 1);
+        return LeaseStripes.current();
     }
 
     final Registration registration;
@@ -121,7 +121,8 @@ final class Region {
 
     /**
      * Takes a lease on {@code stripe} and counts a hit, unless the region is retired or being evicted.
-     * Lock-free: one atomic add on the thread's own cell and one read of the state word.
+     * Lock-free: one compare-and-set on the thread's own cell (an atomic add, and a move to another cell,
+     * when another thread shares it) and one read of the state word.
      */
     int tryRetainHit(int stripe) {
         return addLeaseThenReadState(stripe, LEASE_ONE + HIT_ONE);
@@ -135,7 +136,11 @@ final class Region {
      */
     private int addLeaseThenReadState(int stripe, long delta) {
         int c = cell(stripe);
-        long before = (long) CELLS.getAndAdd(cells, c, delta); // write first ...
+        long before = (long) CELLS.getOpaque(cells, c);
+        if (!CELLS.compareAndSet(cells, c, before, before + delta)) { // another thread shares this cell
+            LeaseStripes.contended();
+            before = (long) CELLS.getAndAdd(cells, c, delta);
+        } // either way the add is a volatile write: write first ...
         if (((long) STATE.getVolatile(this) & (RETIRED | EVICTING)) == 0) { // ... then read
             if ((before >>> 32) >= HARVEST_AT - 1 && delta != LEASE_ONE) {
                 harvest(c);

@@ -26,6 +26,46 @@ class RegionStateTest {
     }
 
     @Test
+    void stripesAreSizedToTheMachineAndMoveWhenContended() throws Exception {
+        int cpus = Runtime.getRuntime().availableProcessors();
+        assertTrue(Region.STRIPES >= Math.min(16, Math.max(4, cpus)) && Region.STRIPES <= 16
+                && Integer.bitCount(Region.STRIPES) == 1, "stripes " + Region.STRIPES + " for " + cpus + " cpus");
+        // two threads whose ids collide on a stripe (ids are given at construction: make threads until two do)
+        Region r = new Region(REG, 4096, 0);
+        int rounds = 200_000;
+        Runnable hammer = () -> {
+            for (int i = 0; i < rounds; i++) {
+                int s = Region.stripe();
+                assertEquals(Region.RETAINED, r.tryRetainHit(s));
+                r.release(s);
+            }
+        };
+        Thread a = new Thread(hammer);
+        Thread b = new Thread(hammer);
+        while (LeaseStripes.of(a.threadId()) != LeaseStripes.of(b.threadId())
+                || LeaseStripes.slotOf(a.threadId()) == LeaseStripes.slotOf(b.threadId())) { // see LeaseStripes
+            b = new Thread(hammer);
+        }
+        assertEquals(LeaseStripes.of(a.threadId()), LeaseStripes.of(b.threadId()), "they start on one cell");
+        a.start();
+        b.start();
+        a.join();
+        b.join();
+        assertTrue(LeaseStripes.of(a.threadId()) != LeaseStripes.of(b.threadId()),
+                "contention moved one of them to another cell");
+        assertEquals(2L * rounds, r.hits(), "no lease or hit lost while moving");
+        assertTrue(r.isIdle());
+    }
+
+    @Test
+    void aContendedThreadMovesToTheNextStripe() {
+        long id = 12_345;
+        int before = LeaseStripes.of(id);
+        LeaseStripes.contended(id);
+        assertEquals((before + 1) & (Region.STRIPES - 1), LeaseStripes.of(id));
+    }
+
+    @Test
     void leasesOnDifferentStripesKeepARetiredRegionUntilTheLastRelease() {
         Region r = new Region(REG, 4096, 0);
         assertEquals(Region.RETAINED, r.tryRetainHit(0));

@@ -101,6 +101,17 @@ public class CacheBenchmarks {
         return hit(c.cache, k.shared[k.i++ & (Workloads.SEQUENCE - 1)]);
     }
 
+    /**
+     * W1 shared with two threads that start on the same lease cell ({@code mrcache.stripes.collide}): measures
+     * the move that separates threads whose ids collide.
+     */
+    @Benchmark
+    @Threads(2)
+    @Fork(value = 1, jvmArgsAppend = {"-XX:+UseParallelGC", "-Xmx1g", "-Dmrcache.stripes.collide=true"})
+    public int w1HitExact2tCollide(Cached c, Cursor k) {
+        return hit(c.cache, k.shared[k.i++ & (Workloads.SEQUENCE - 1)]);
+    }
+
     @Benchmark
     @Threads(2)
     public int w1HitExact2tDisjoint(Cached c, Cursor k) {
