@@ -3,6 +3,7 @@ package io.mrcache.cli;
 import io.mrcache.cli.bench.BenchReport;
 import io.mrcache.cli.bench.CpuShare;
 import io.mrcache.cli.bench.JmhJson;
+import io.mrcache.cli.bench.W6Attribution;
 import io.mrcache.core.Access;
 import io.mrcache.core.Budget;
 import io.mrcache.core.CacheCounter;
@@ -108,6 +109,7 @@ final class BenchCommand implements Callable<Integer> {
             }
         }
         measureAllocation(report, java, jar);
+        attributeW6(report, java, quick ? 10 : 30);
         String text = report.table() + hitRatioLine();
         if (json) {
             System.out.println(Json.write(report.json()));
@@ -146,6 +148,23 @@ final class BenchCommand implements Callable<Integer> {
         Files.deleteIfExists(results);
         report.allocation(r.get("w1HitExact1t").secondaryEndingWith("gc.alloc.rate.norm").score(),
                 r.get("w0Baseline").secondaryEndingWith("gc.alloc.rate.norm").score());
+    }
+
+    /** W6 again with every hit timed and its slow ones explained from JFR, in a JVM like JMH's fork. */
+    private static void attributeW6(BenchReport report, String java, int seconds)
+            throws IOException, InterruptedException {
+        System.err.printf("W6: %d s of hits timed one by one, slow ones attributed from JFR ...%n", seconds);
+        String self;
+        try {
+            self = Path.of(BenchCommand.class.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+        } catch (java.net.URISyntaxException e) {
+            throw new IOException(e);
+        }
+        List<String> out = run(List.of(java, "-XX:+UseParallelGC", "-Xmx1g", "-cp", self,
+                W6Attribution.class.getName(), String.valueOf(seconds)), Map.of());
+        Map<String, Object> result = new com.google.gson.Gson().fromJson(out.getLast(),
+                new com.google.gson.reflect.TypeToken<Map<String, Object>>() { }.getType());
+        report.w6Attribution(result);
     }
 
     /** Replaces what lies between the markers of {@code doc} with this run's tables. */

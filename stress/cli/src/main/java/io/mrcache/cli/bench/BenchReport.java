@@ -41,6 +41,7 @@ public final class BenchReport {
     private final Set<String> notes = new LinkedHashSet<>();
     private final List<Double> mineShares = new ArrayList<>();
     private final List<Double> ucxShares = new ArrayList<>();
+    private Map<String, Object> w6Attribution = Map.of();
     private double allocationPerHit = Double.NaN;
     private double allocationBaseline = Double.NaN;
 
@@ -79,6 +80,11 @@ public final class BenchReport {
                 notes.add("mrcache: " + line.substring(1).trim());
             }
         }
+    }
+
+    /** The result of {@link W6Attribution} (its JSON, read back). */
+    public void w6Attribution(Map<String, Object> result) {
+        this.w6Attribution = result;
     }
 
     /** Bytes allocated per operation of W1 and of the baseline that makes no cache call (JMH gc profiler). */
@@ -126,6 +132,10 @@ public final class BenchReport {
             sb.append(String.format(Locale.ROOT, "%-46s p50 %s, p99 %s, p99.9 %s, max %s ns (target p99 <= 1000 ns: %s)%n",
                     "W6 hit latency while another thread misses", stats(w6.get("50.0")), stats(w6.get("99.0")),
                     stats(w6.get("99.9")), stats(w6.get("100.0")), w6.get("99.0").median() <= 1000 ? "met" : "not met"));
+        }
+        if (!w6Attribution.isEmpty()) {
+            sb.append(String.format(Locale.ROOT, "%-46s %s%n", "W6 slow hits attributed (JFR, schedstat)",
+                    W6Attribution.describe(w6Attribution)));
         }
         sb.append(String.format(Locale.ROOT, "%-46s %.3f bytes per acquire+release; baseline with no cache call %.3f;"
                 + " difference %.3f (JMH gc profiler; target 0)%n", "allocation on the hit path (W1)", allocationPerHit,
@@ -212,6 +222,7 @@ public final class BenchReport {
             lat.put("p" + q, values(w6.get(q)));
         }
         out.put("w6HitLatencyNs", lat);
+        out.put("w6Attribution", w6Attribution);
         out.put("allocationBytesPerHit", allocationPerHit);
         out.put("allocationBytesBaseline", allocationBaseline);
         out.put("notes", List.copyOf(notes));
