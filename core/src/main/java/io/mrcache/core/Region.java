@@ -101,12 +101,20 @@ final class Region {
 
     /** A live region holding {@code initialLeases} leases of the calling thread's stripe. */
     Region(Registration registration, long pinnedBytes, long initialLeases) {
+        this(registration, pinnedBytes, initialLeases, stripe());
+    }
+
+    /**
+     * A live region holding {@code initialLeases} leases on {@code stripe}: the stripe its owner's lease
+     * records, which a thread's current stripe may no longer be once contention moved it.
+     */
+    Region(Registration registration, long pinnedBytes, long initialLeases, int stripe) {
         this.registration = registration;
         this.start = registration.address();
         this.end = registration.end();
         this.access = registration.access();
         this.pinnedBytes = pinnedBytes;
-        cells[cell(stripe())] = initialLeases * LEASE_ONE;
+        cells[cell(stripe)] = initialLeases * LEASE_ONE;
         VarHandle.releaseFence();
     }
 

@@ -277,7 +277,7 @@ public final class RegistrationCache implements AutoCloseable {
             }
             Region r;
             if (owner) {
-                r = registerAndPublish(p, address, end, access);
+                r = registerAndPublish(p, address, end, access, stripe);
             } else {
                 r = joinInFlight(p, address, end, access, stripe);
             }
@@ -316,7 +316,8 @@ public final class RegistrationCache implements AutoCloseable {
      * the registrar throws (an {@code Error} included) removes the entry, fails every joiner with that same
      * exception and completes every stage waiting on it before it reaches the caller.
      */
-    private @Nullable Region registerAndPublish(PendingRegistration p, long address, long end, int access) {
+    private @Nullable Region registerAndPublish(PendingRegistration p, long address, long end, int access,
+            int stripe) {
         RegistrationEvent event = CacheEvents.registrationStarted();
         long started = metrics.shouldTimeRegistration() ? nanoClock.getAsLong() : Long.MIN_VALUE;
         Registration reg;
@@ -328,7 +329,7 @@ public final class RegistrationCache implements AutoCloseable {
         long pinned = AddressRange.alignUp(reg.end(), alignment) - AddressRange.alignDown(reg.address(), alignment);
         long registrationNanos = started == Long.MIN_VALUE ? -1 : Math.max(0, nanoClock.getAsLong() - started);
         metrics.registered(pinned);
-        Region region = new Region(reg, pinned, 1);
+        Region region = new Region(reg, pinned, 1, stripe); // the caller's lease, on the stripe its Lease records
         String wrong = recovery.wrongResult(p, address, end, access, reg);
         List<Region> superseded = List.of();
         List<Region> toDeregister = List.of();
@@ -377,7 +378,7 @@ public final class RegistrationCache implements AutoCloseable {
             lock.unlock();
         }
         if (!publish) {
-            discardUnpublished(p, region, event, wrong);
+            discardUnpublished(p, region, stripe, event, wrong);
             return null;
         }
         CacheEvents.registered(event, p, "published");
@@ -416,10 +417,10 @@ public final class RegistrationCache implements AutoCloseable {
      * A registration that must not be published (doomed by an invalidation or close, or a result that does
      * not cover the request; already retired under the lock) is deregistered; its waiters learn the outcome.
      */
-    private void discardUnpublished(PendingRegistration p, Region region, RegistrationEvent event,
+    private void discardUnpublished(PendingRegistration p, Region region, int stripe, RegistrationEvent event,
             @Nullable String wrong) {
         CompletableFuture<Void> firstAttempt = region.deregistration();
-        if (region.release(Region.stripe())) { // never published: our lease was the only one
+        if (region.release(stripe)) { // never published: our lease was the only one
             deregistrar.deregister(region);
         }
         if (wrong != null) {

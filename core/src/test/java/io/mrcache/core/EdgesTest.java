@@ -331,6 +331,20 @@ class EdgesTest extends CacheTestSupport {
     }
 
     @Test
+    void aStripeMoveDuringARegistrationKeepsTheOwnersLeaseOnTheStripeItsLeaseRecords() {
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        // the acquiring thread is moved to another lease cell between choosing its stripe and the new region
+        registrar.duringRegister(LeaseStripes::contended);
+        Lease l = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        registrar.duringRegister(() -> { });
+        l.close();
+        cache.invalidate(BASE, PAGE);
+        assertEquals(List.of(), registrar.live(), "the release balanced the lease: the region was idle");
+        assertEquals(0, cache.retiringCount());
+        cache.close(java.time.Duration.ofSeconds(5)); // a lease counted on the wrong cell would hold close
+    }
+
+    @Test
     void aClosedCacheNamesTheRequestItRefuses() {
         RegistrationCache cache = RegistrationCache.builder(registrar).build();
         cache.close();

@@ -76,8 +76,9 @@ public final class BenchReport {
     /** The "# " lines the JMH benchmarks printed (W4's live region count). */
     public void addJmhNotes(List<String> lines) {
         for (String line : lines) {
-            if (line.startsWith("# w4 live regions")) {
-                notes.add("mrcache: " + line.substring(1).trim());
+            int at = line.indexOf("# w4 live regions"); // JMH prefixes the teardown's output with the iteration
+            if (at >= 0) {
+                notes.add("mrcache: " + line.substring(at + 1).trim());
             }
         }
     }
