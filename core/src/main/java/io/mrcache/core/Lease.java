@@ -16,18 +16,19 @@ public final class Lease implements AutoCloseable {
     private final RegistrationCache cache;
     final Region region;
     /** The lease cell this lease was counted in (the acquiring thread's). */
-    private final int stripe;
+    /** The lease word of the region this lease is counted in ({@link Region#tryRetain}'s result). */
+    private final int slot;
     private final long address;
     private final long length;
     /** Non-null only with leak detection on. */
     private final LeakDetector.@Nullable Tracker tracker;
     private boolean released;
 
-    Lease(RegistrationCache cache, Region region, int stripe, long address, long length,
+    Lease(RegistrationCache cache, Region region, int slot, long address, long length,
             LeakDetector.@Nullable Tracker tracker) {
         this.cache = cache;
         this.region = region;
-        this.stripe = stripe;
+        this.slot = slot;
         this.address = address;
         this.length = length;
         this.tracker = tracker;
@@ -81,7 +82,7 @@ public final class Lease implements AutoCloseable {
         if (tracker != null) {
             tracker.released();
         }
-        cache.release(region, stripe);
+        cache.release(region, slot);
     }
 
     @Override

@@ -3,6 +3,7 @@ package io.mrcache.core;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.CompletableFuture;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One cached registration and its lifecycle.
@@ -12,11 +13,14 @@ import java.util.concurrent.CompletableFuture;
  *    │  leases come and go                 no new lease; old ones drain        keys dead at the NIC
  * </pre>
  *
- * <p><b>Leases are striped.</b> Each thread counts its leases (and the hits it was served) in one of
- * {@link #STRIPES} cells, each on its own cache line, so two threads taking leases on the same region do
- * not pass a cache line back and forth. A lease is taken by adding to the thread's cell and <em>then</em>
- * reading the state word: if the region is retired (or being evicted) the add is undone and the acquire
- * fails. Retirement sets {@link #RETIRED} in the state word and <em>then</em> sums the cells. Both sides
+ * <p><b>Leases are counted in words that threads do not share.</b> The thread that made the region counts
+ * its leases (and the hits it was served) in the region's {@link #base} word; the first lease of a thread on
+ * another stripe makes {@link #STRIPES} cells, each on its own cache line, and from then on each thread
+ * counts new leases in its stripe's cell, so two threads taking leases on the same region do not pass a
+ * cache line back and forth, and a region only one thread uses costs no cells. A lease is taken by adding to
+ * its word and <em>then</em> reading the state word: if the region is retired (or being evicted) the add is
+ * undone and the acquire fails. Retirement sets {@link #RETIRED} in the state word and <em>then</em> sums
+ * the base and the cells (the cells array is published before any add to it). Both sides
  * write before they read, with sequentially consistent atomics, so for every lease either the acquirer sees
  * the retirement (and backs off, never using the region) or the retirer's sum sees the lease (and leaves the
  * deregistration to its release). Hence a sum of zero read after {@code RETIRED} is set proves no lease is
@@ -49,20 +53,28 @@ final class Region {
      */
     static final long HARVEST_AT = 1L << 30;
 
-    /** {@link #tryRetain} and {@link #tryRetainHit} results. */
-    static final int NOT_RETAINED = 0;
-    static final int RETAINED = 1;
+    /**
+     * {@link #tryRetain} and {@link #tryRetainHit} results: zero and above, the slot the lease was counted in
+     * (the caller's lease records it and releases there); below zero, not retained.
+     */
+    static final int NOT_RETAINED = -1;
     /** Not retained, and the caller's back-off released the last lease of a retired region: deregister it. */
-    static final int NOT_RETAINED_MUST_DEREGISTER = 2;
+    static final int NOT_RETAINED_MUST_DEREGISTER = -2;
+    /** The slot of the region's own lease word, used until a second thread takes leases on the region. */
+    static final int BASE_SLOT = STRIPES;
 
     private static final VarHandle STATE;
     private static final VarHandle HARVESTED;
+    private static final VarHandle BASE;
+    private static final VarHandle CELLS_ARRAY;
     private static final VarHandle CELLS = java.lang.invoke.MethodHandles.arrayElementVarHandle(long[].class);
 
     static {
         try {
             STATE = MethodHandles.lookup().findVarHandle(Region.class, "state", long.class);
             HARVESTED = MethodHandles.lookup().findVarHandle(Region.class, "harvestedHits", long.class);
+            BASE = MethodHandles.lookup().findVarHandle(Region.class, "base", long.class);
+            CELLS_ARRAY = MethodHandles.lookup().findVarHandle(Region.class, "cells", long[].class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -93,20 +105,32 @@ final class Region {
 
     @SuppressWarnings("unused") // accessed through STATE
     private volatile long state;
-    /** STRIPES cells, one per cache line (with a line of padding before the first). */
-    private final long[] cells = new long[(STRIPES + 1) * CELL_STRIDE];
+    /**
+     * The lease word of the thread that made the region (leases and hits, as a cell), and of any thread on
+     * {@link #baseStripe}, until {@link #cells} exist. Most regions are only ever used by one thread: they
+     * never pay for the cells.
+     */
+    @SuppressWarnings("unused") // accessed through BASE
+    private volatile long base;
+    /** The stripe of the thread that made the region: its acquires count in {@link #base}. */
+    private final int baseStripe;
+    /**
+     * STRIPES cells, one per cache line (with a line of padding before the first), made when a thread on
+     * another stripe first takes a lease: from then on every new lease is counted in its thread's cell.
+     */
+    private volatile long @Nullable [] cells;
 
     /** Set when the eviction policy dropped this region while it was leased; it re-enters when idle. */
     volatile boolean droppedByPolicyWhileLeased;
 
-    /** A live region holding {@code initialLeases} leases of the calling thread's stripe. */
+    /** A live region holding {@code initialLeases} leases in {@link #BASE_SLOT}, made by the calling thread. */
     Region(Registration registration, long pinnedBytes, long initialLeases) {
         this(registration, pinnedBytes, initialLeases, stripe());
     }
 
     /**
-     * A live region holding {@code initialLeases} leases on {@code stripe}: the stripe its owner's lease
-     * records, which a thread's current stripe may no longer be once contention moved it.
+     * A live region holding {@code initialLeases} leases in {@link #BASE_SLOT} (the owner's lease records that
+     * slot), made by a thread on {@code stripe}.
      */
     Region(Registration registration, long pinnedBytes, long initialLeases, int stripe) {
         this.registration = registration;
@@ -114,8 +138,8 @@ final class Region {
         this.end = registration.end();
         this.access = registration.access();
         this.pinnedBytes = pinnedBytes;
-        cells[cell(stripe)] = initialLeases * LEASE_ONE;
-        VarHandle.releaseFence();
+        this.baseStripe = stripe;
+        this.base = initialLeases * LEASE_ONE; // a volatile write: the region is published safely
     }
 
     private static int cell(int stripe) {
@@ -128,9 +152,10 @@ final class Region {
     }
 
     /**
-     * Takes a lease on {@code stripe} and counts a hit, unless the region is retired or being evicted.
-     * Lock-free: one compare-and-set on the thread's own cell (an atomic add, and a move to another cell,
-     * when another thread shares it) and one read of the state word.
+     * Takes a lease for a thread on {@code stripe} and counts a hit, unless the region is retired or being
+     * evicted; returns the slot it was counted in, or a negative value. Lock-free: one atomic add on the base
+     * word, or one compare-and-set on the thread's cell (an atomic add, and a move to another cell, when
+     * another thread shares it), then one read of the state word.
      */
     int tryRetainHit(int stripe) {
         return addLeaseThenReadState(stripe, LEASE_ONE + HIT_ONE);
@@ -143,29 +168,76 @@ final class Region {
      * being deregistered (H2). On a retired region the add is undone.
      */
     private int addLeaseThenReadState(int stripe, long delta) {
-        int c = cell(stripe);
-        long before = (long) CELLS.getOpaque(cells, c);
-        if (!CELLS.compareAndSet(cells, c, before, before + delta)) { // another thread shares this cell
-            LeaseStripes.contended();
-            before = (long) CELLS.getAndAdd(cells, c, delta);
-        } // either way the add is a volatile write: write first ...
+        int slot;
+        long before;
+        long[] cs = cells;
+        if (cs == null && stripe == baseStripe) {
+            slot = BASE_SLOT;
+            before = (long) BASE.getAndAdd(this, delta); // write first ...
+        } else {
+            if (cs == null) {
+                cs = inflate(); // a second thread: spread the leases out before its add
+            }
+            slot = stripe;
+            int c = cell(slot);
+            before = (long) CELLS.getOpaque(cs, c);
+            if (!CELLS.compareAndSet(cs, c, before, before + delta)) { // another thread shares this cell
+                LeaseStripes.contended();
+                before = (long) CELLS.getAndAdd(cs, c, delta);
+            } // either way the add is a volatile write: write first ...
+        }
         if (((long) STATE.getVolatile(this) & (RETIRED | EVICTING)) == 0) { // ... then read
             if ((before >>> 32) >= HARVEST_AT - 1 && delta != LEASE_ONE) {
-                harvest(c);
+                harvest(slot);
             }
-            return RETAINED;
+            return slot;
         }
-        CELLS.getAndAdd(cells, c, -delta); // back off: this lease was never used
-        return ((long) STATE.getVolatile(this) & RETIRED) != 0 && claimDeregistrationIfUnleased() ? NOT_RETAINED_MUST_DEREGISTER : NOT_RETAINED;
+        add(slot, -delta); // back off: this lease was never used
+        return ((long) STATE.getVolatile(this) & RETIRED) != 0 && claimDeregistrationIfUnleased()
+                ? NOT_RETAINED_MUST_DEREGISTER : NOT_RETAINED;
     }
 
     /**
-     * Drops a lease taken on {@code stripe}.
+     * The cells, made now if they do not exist yet: published with a compare-and-set (a volatile write) before
+     * any lease is added to them, so that a retirer that sums after setting RETIRED and sees a lease's add
+     * also sees the array it was made in.
+     */
+    private long[] inflate() {
+        long[] fresh = new long[(STRIPES + 1) * CELL_STRIDE];
+        long[] won = (long[]) CELLS_ARRAY.compareAndExchange(this, (long[]) null, fresh);
+        return won == null ? fresh : won;
+    }
+
+    /** The word of {@code slot}: {@link #base}, or a cell (which exists once a lease was counted there). */
+    private long add(int slot, long delta) {
+        return slot == BASE_SLOT ? (long) BASE.getAndAdd(this, delta)
+                : (long) CELLS.getAndAdd(existingCells(), cell(slot), delta);
+    }
+
+    private long read(int slot) {
+        return slot == BASE_SLOT ? (long) BASE.getVolatile(this) : (long) CELLS.getVolatile(existingCells(), cell(slot));
+    }
+
+    private boolean compareAndSet(int slot, long expected, long value) {
+        return slot == BASE_SLOT ? BASE.compareAndSet(this, expected, value)
+                : CELLS.compareAndSet(existingCells(), cell(slot), expected, value);
+    }
+
+    private long[] existingCells() {
+        long[] cs = cells;
+        if (cs == null) {
+            throw new IllegalStateException("a lease cell was used before the cells were made");
+        }
+        return cs;
+    }
+
+    /**
+     * Drops a lease counted in {@code slot} (what {@link #tryRetain} returned).
      *
      * @return true when the caller must deregister the region (it was retired and this was the last lease)
      */
-    boolean release(int stripe) {
-        CELLS.getAndAdd(cells, cell(stripe), -LEASE_ONE);
+    boolean release(int slot) {
+        add(slot, -LEASE_ONE);
         return ((long) STATE.getVolatile(this) & RETIRED) != 0 && claimDeregistrationIfUnleased();
     }
 
@@ -233,41 +305,49 @@ final class Region {
     }
 
     private long sumLeases() {
-        long sum = 0;
-        for (int i = 0; i < STRIPES; i++) {
-            sum += (long) CELLS.getVolatile(cells, cell(i)) & LEASE_BITS;
+        long sum = (long) BASE.getVolatile(this) & LEASE_BITS;
+        long[] cs = cells; // read after the base: a lease added to a cell was added after the array was published
+        if (cs != null) {
+            for (int i = 0; i < STRIPES; i++) {
+                sum += (long) CELLS.getVolatile(cs, cell(i)) & LEASE_BITS;
+            }
         }
         return sum;
     }
 
     /**
-     * Moves a full cell's hits into {@link #harvestedHits}, leaving the lease half untouched. Rare (every 2^30
-     * hits of a cell). A compare-and-set, so that two threads of one stripe that both saw the threshold
+     * Moves a full word's hits into {@link #harvestedHits}, leaving the lease half untouched. Rare (every 2^30
+     * hits of a word). A compare-and-set, so that two threads of one slot that both saw the threshold
      * harvest once: the second sees the hit half below it and does nothing.
      */
-    private void harvest(int cell) {
+    private void harvest(int slot) {
         long v;
         do {
-            v = (long) CELLS.getVolatile(cells, cell);
+            v = read(slot);
             if ((v >>> 32) < HARVEST_AT) {
                 return;
             }
-        } while (!CELLS.compareAndSet(cells, cell, v, v - HARVEST_AT * HIT_ONE));
+        } while (!compareAndSet(slot, v, v - HARVEST_AT * HIT_ONE));
         HARVESTED.getAndAdd(this, HARVEST_AT);
     }
 
-    /** Test seam: sets the hit half of {@code stripe}'s cell, to show that hits never wrap. */
-    void seedHitsForTest(int stripe, long hits) {
-        int c = cell(stripe);
-        long v = (long) CELLS.getVolatile(cells, c);
-        CELLS.setVolatile(cells, c, (v & LEASE_BITS) | (hits << 32));
+    /** Test seam: sets the hit half of {@code slot}'s word (making the cells if it is one of them). */
+    void seedHitsForTest(int slot, long hits) {
+        if (slot != BASE_SLOT) {
+            inflate();
+        }
+        long v = read(slot);
+        compareAndSet(slot, v, (v & LEASE_BITS) | (hits << 32));
     }
 
-    /** Hits served by this region: the cells' hit halves plus what was harvested from them. */
+    /** Hits served by this region: the words' hit halves plus what was harvested from them. */
     long hits() {
-        long sum = harvestedHits;
-        for (int i = 0; i < STRIPES; i++) {
-            sum += (long) CELLS.getVolatile(cells, cell(i)) >>> 32;
+        long sum = harvestedHits + ((long) BASE.getVolatile(this) >>> 32);
+        long[] cs = cells;
+        if (cs != null) {
+            for (int i = 0; i < STRIPES; i++) {
+                sum += (long) CELLS.getVolatile(cs, cell(i)) >>> 32;
+            }
         }
         return sum;
     }

@@ -215,32 +215,41 @@ public final class RegistrationCache implements AutoCloseable {
         Access.validate(access);
         int stripe = Region.stripe();
         Region r = front.find(address, end, access, widenRemote);
-        if (r == null || !retainHit(r, stripe)) {
+        int slot = r == null ? Region.NOT_RETAINED : retainHit(r, stripe);
+        if (r == null || slot < 0) {
             r = index.findServingUnchecked(address, end, access, widenRemote);
-            if (r == null || !retainHit(r, stripe)) {
-                r = acquireSlow(address, end, access, stripe);
+            slot = r == null ? Region.NOT_RETAINED : retainHit(r, stripe);
+            if (r == null || slot < 0) {
+                Retained got = acquireSlow(address, end, access, stripe);
+                r = got.region();
+                slot = got.slot();
             }
             front.remember(address, r);
         }
         // the one allocation site: when the caller keeps the lease local, C2 can scalar-replace it
-        return leakDetector == null || !leakDetector.track() ? new Lease(this, r, stripe, address, length, null)
-                : trackedLease(leakDetector, r, stripe, address, length);
+        return leakDetector == null || !leakDetector.track() ? new Lease(this, r, slot, address, length, null)
+                : trackedLease(leakDetector, r, slot, address, length);
+    }
+
+    /** A region and the lease slot the caller's lease was counted in (the miss path's result). */
+    private record Retained(Region region, int slot) {
     }
 
     /**
-     * Takes a lease on {@code r} and counts the hit in the caller's cell, unless {@code r} is retired or being
-     * evicted; a back-off that released the last lease of a retired region deregisters it here.
+     * Takes a lease on {@code r} and counts the hit, unless {@code r} is retired or being evicted; returns the
+     * lease's slot, or a negative value. A back-off that released the last lease of a retired region
+     * deregisters it here.
      */
-    private boolean retainHit(Region r, int stripe) {
-        int retained = r.tryRetainHit(stripe);
-        if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) {
+    private int retainHit(Region r, int stripe) {
+        int slot = r.tryRetainHit(stripe);
+        if (slot == Region.NOT_RETAINED_MUST_DEREGISTER) {
             deferredDeregister(r);
         }
-        return retained == Region.RETAINED;
+        return slot;
     }
 
-    /** The miss path; returns the region with one lease taken for the caller on {@code stripe}. */
-    private Region acquireSlow(long address, long end, int access, int stripe) {
+    /** The miss path; returns the region with one lease taken for the caller, and that lease's slot. */
+    private Retained acquireSlow(long address, long end, int access, int stripe) {
         for (;;) {
             eviction.drainEvicted();
             PendingRegistration p;
@@ -255,8 +264,8 @@ public final class RegistrationCache implements AutoCloseable {
                 }
                 Region hit = index.findServing(address, end, access, widenRemote);
                 int retained = hit == null ? Region.NOT_RETAINED : hit.tryRetainHit(stripe);
-                if (hit != null && retained == Region.RETAINED) {
-                    return hit;
+                if (hit != null && retained >= 0) {
+                    return new Retained(hit, retained);
                 }
                 if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) { // raced a retirement that left it to us
                     backedOff = hit;
@@ -275,9 +284,10 @@ public final class RegistrationCache implements AutoCloseable {
             if (backedOff != null) {
                 deferredDeregister(backedOff); // outside the lock, like every registrar call
             }
-            Region r;
+            Retained r;
             if (owner) {
-                r = registerAndPublish(p, address, end, access, stripe);
+                Region published = registerAndPublish(p, address, end, access, stripe);
+                r = published == null ? null : new Retained(published, Region.BASE_SLOT); // the owner's lease
             } else {
                 r = joinInFlight(p, address, end, access, stripe);
             }
@@ -288,7 +298,7 @@ public final class RegistrationCache implements AutoCloseable {
     }
 
     /** Waits for another thread's registration; the region with a lease for us, or null to retry. */
-    private @Nullable Region joinInFlight(PendingRegistration p, long address, long end, int access, int stripe) {
+    private @Nullable Retained joinInFlight(PendingRegistration p, long address, long end, int access, int stripe) {
         metrics.increment(CacheCounter.SINGLE_FLIGHT_JOINS);
         Region r = p.await(); // rethrows the owner's failure itself
         if (r == null || !r.serves(address, end, access, widenRemote)) {
@@ -298,7 +308,7 @@ public final class RegistrationCache implements AutoCloseable {
         if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) {
             deferredDeregister(r);
         }
-        return retained == Region.RETAINED ? r : null; // invalidated right after publication: retry
+        return retained >= 0 ? new Retained(r, retained) : null; // invalidated right after publication: retry
     }
 
     @GuardedBy("lock")
@@ -329,7 +339,7 @@ public final class RegistrationCache implements AutoCloseable {
         long pinned = AddressRange.alignUp(reg.end(), alignment) - AddressRange.alignDown(reg.address(), alignment);
         long registrationNanos = started == Long.MIN_VALUE ? -1 : Math.max(0, nanoClock.getAsLong() - started);
         metrics.registered(pinned);
-        Region region = new Region(reg, pinned, 1, stripe); // the caller's lease, on the stripe its Lease records
+        Region region = new Region(reg, pinned, 1, stripe); // the caller's lease, in the region's base word
         String wrong = recovery.wrongResult(p, address, end, access, reg);
         List<Region> superseded = List.of();
         List<Region> toDeregister = List.of();
@@ -378,7 +388,7 @@ public final class RegistrationCache implements AutoCloseable {
             lock.unlock();
         }
         if (!publish) {
-            discardUnpublished(p, region, stripe, event, wrong);
+            discardUnpublished(p, region, event, wrong);
             return null;
         }
         CacheEvents.registered(event, p, "published");
@@ -417,10 +427,10 @@ public final class RegistrationCache implements AutoCloseable {
      * A registration that must not be published (doomed by an invalidation or close, or a result that does
      * not cover the request; already retired under the lock) is deregistered; its waiters learn the outcome.
      */
-    private void discardUnpublished(PendingRegistration p, Region region, int stripe, RegistrationEvent event,
+    private void discardUnpublished(PendingRegistration p, Region region, RegistrationEvent event,
             @Nullable String wrong) {
         CompletableFuture<Void> firstAttempt = region.deregistration();
-        if (region.release(stripe)) { // never published: our lease was the only one
+        if (region.release(Region.BASE_SLOT)) { // never published: our lease, in its base word, was the only one
             deregistrar.deregister(region);
         }
         if (wrong != null) {
@@ -442,8 +452,8 @@ public final class RegistrationCache implements AutoCloseable {
     }
 
     /** Called by {@link Lease#close()}. */
-    void release(Region r, int stripe) {
-        if (r.release(stripe)) {
+    void release(Region r, int slot) {
+        if (r.release(slot)) {
             deferredDeregister(r);
         } else {
             eviction.becameIdle(r);
@@ -456,9 +466,9 @@ public final class RegistrationCache implements AutoCloseable {
         deregistrar.deregister(r);
     }
 
-    private Lease trackedLease(LeakDetector detector, Region r, int stripe, long address, long length) {
+    private Lease trackedLease(LeakDetector detector, Region r, int slot, long address, long length) {
         LeakDetector.Tracker tracker = detector.newTracker(address, length, r.access);
-        Lease lease = new Lease(this, r, stripe, address, length, tracker);
+        Lease lease = new Lease(this, r, slot, address, length, tracker);
         tracker.watch(lease);
         return lease;
     }

@@ -93,7 +93,7 @@ class EdgesTest extends CacheTestSupport {
     @Test
     void forcedRetirementOfTheBrokenVariantClaimsOnce() {
         Region r = region(BASE, PAGE, LOCAL_WRITE);
-        assertEquals(Region.RETAINED, r.tryRetain(0));
+        assertTrue(r.tryRetain(0) >= 0);
         assertTrue(r.forceRetireForFault(), "the first forced retirement claims, lease or not");
         assertFalse(r.forceRetireForFault(), "and only the first");
         assertFalse(r.isLive());
@@ -105,10 +105,11 @@ class EdgesTest extends CacheTestSupport {
         assertTrue(r.retire(), "idle: the retirer claims");
         assertEquals(Region.NOT_RETAINED, r.tryRetainHit(0), "retired and claimed: nothing for the acquire to do");
         Region leased = region(BASE, PAGE, LOCAL_WRITE);
-        assertEquals(Region.RETAINED, leased.tryRetainHit(1));
+        int slot = leased.tryRetainHit(1);
+        assertTrue(slot >= 0);
         assertFalse(leased.retire());
         assertEquals(Region.NOT_RETAINED, leased.tryRetainHit(2), "still leased on stripe 1");
-        assertTrue(leased.release(1), "the last release claims the deregistration");
+        assertTrue(leased.release(slot), "the last release claims the deregistration");
         assertEquals(1, leased.hits(), "the backed-off hits were not counted");
     }
 

@@ -353,25 +353,29 @@ class FailurePathTest extends CacheTestSupport {
 
     @Test
     void hitCountsDoNotWrapAtTwoToThe32() {
-        Region r = new Region(new Registration(BASE, PAGE, LOCAL_READ, 1, 1, 0, 1), PAGE, 0);
-        int stripe = Region.stripe();
-        long seeded = (1L << 32) - 3; // the old cell wrapped here, into the lease count
-        r.seedHitsForTest(stripe, seeded);
-        for (int i = 0; i < 10; i++) {
-            assertEquals(Region.RETAINED, r.tryRetainHit(stripe));
-            assertFalse(r.release(stripe));
-        }
-        assertEquals(seeded + 10, r.hits());
-        assertEquals(0, r.leases(), "the lease count is untouched by the hit count");
+        int own = Region.stripe();
+        int other = (own + 1) % Region.STRIPES; // a second thread's stripe: its leases go to a cell
+        for (int stripe : new int[] {own, other}) {
+            Region r = new Region(new Registration(BASE, PAGE, LOCAL_READ, 1, 1, 0, 1), PAGE, 0);
+            int slot = stripe == own ? Region.BASE_SLOT : other;
+            long seeded = (1L << 32) - 3; // the old cell wrapped here, into the lease count
+            r.seedHitsForTest(slot, seeded);
+            for (int i = 0; i < 10; i++) {
+                assertEquals(slot, r.tryRetainHit(stripe), "the maker's stripe counts in the base word, others in cells");
+                assertFalse(r.release(slot));
+            }
+            assertEquals(seeded + 10, r.hits());
+            assertEquals(0, r.leases(), "the lease count is untouched by the hit count");
 
-        Region fresh = new Region(new Registration(BASE, PAGE, LOCAL_READ, 1, 1, 0, 2), PAGE, 0);
-        fresh.seedHitsForTest(stripe, Region.HARVEST_AT - 2); // two below the harvest threshold
-        for (int i = 0; i < 5; i++) {
-            assertEquals(Region.RETAINED, fresh.tryRetainHit(stripe));
+            Region fresh = new Region(new Registration(BASE, PAGE, LOCAL_READ, 1, 1, 0, 2), PAGE, 0);
+            fresh.seedHitsForTest(slot, Region.HARVEST_AT - 2); // two below the harvest threshold
+            for (int i = 0; i < 5; i++) {
+                assertEquals(slot, fresh.tryRetainHit(stripe));
+            }
+            assertEquals(Region.HARVEST_AT - 2 + 5, fresh.hits(), "crossing the harvest threshold keeps the count exact");
+            assertEquals(5, fresh.leases());
+            assertFalse(fresh.retire(), "leased: not the retirer's to deregister");
         }
-        assertEquals(Region.HARVEST_AT - 2 + 5, fresh.hits(), "crossing the harvest threshold keeps the count exact");
-        assertEquals(5, fresh.leases());
-        assertFalse(fresh.retire(), "leased: not the retirer's to deregister");
     }
 
     // ---------------------------------------------------------------- helpers
