@@ -168,23 +168,15 @@ final class Region {
      * being deregistered (H2). On a retired region the add is undone.
      */
     private int addLeaseThenReadState(int stripe, long delta) {
+        long[] cs = cells;
         int slot;
         long before;
-        long[] cs = cells;
         if (cs == null && stripe == baseStripe) {
             slot = BASE_SLOT;
             before = (long) BASE.getAndAdd(this, delta); // write first ...
         } else {
-            if (cs == null) {
-                cs = inflate(); // a second thread: spread the leases out before its add
-            }
             slot = stripe;
-            int c = cell(slot);
-            before = (long) CELLS.getOpaque(cs, c);
-            if (!CELLS.compareAndSet(cs, c, before, before + delta)) { // another thread shares this cell
-                LeaseStripes.contended();
-                before = (long) CELLS.getAndAdd(cs, c, delta);
-            } // either way the add is a volatile write: write first ...
+            before = addToCell(cs, stripe, delta); // (also a write first)
         }
         if (((long) STATE.getVolatile(this) & (RETIRED | EVICTING)) == 0) { // ... then read
             if ((before >>> 32) >= HARVEST_AT - 1 && delta != LEASE_ONE) {
@@ -192,7 +184,28 @@ final class Region {
             }
             return slot;
         }
-        add(slot, -delta); // back off: this lease was never used
+        return backOff(slot, delta);
+    }
+
+    /**
+     * Adds to {@code stripe}'s cell (making the cells first if needed); a compare-and-set, so that a cell
+     * another thread shares is noticed and this thread moves on ({@link LeaseStripes}). Out of line, like
+     * {@link #backOff}, to keep the hit path small enough to inline into the caller.
+     */
+    private long addToCell(long @Nullable [] existing, int stripe, long delta) {
+        long[] cs = existing != null ? existing : inflate(); // a second thread: spread the leases out first
+        int c = cell(stripe);
+        long before = (long) CELLS.getOpaque(cs, c);
+        if (CELLS.compareAndSet(cs, c, before, before + delta)) {
+            return before;
+        }
+        LeaseStripes.contended();
+        return (long) CELLS.getAndAdd(cs, c, delta);
+    }
+
+    /** The region was retired or is being evicted: undo the add; whether the caller must deregister. */
+    private int backOff(int slot, long delta) {
+        add(slot, -delta); // this lease was never used
         return ((long) STATE.getVolatile(this) & RETIRED) != 0 && claimDeregistrationIfUnleased()
                 ? NOT_RETAINED_MUST_DEREGISTER : NOT_RETAINED;
     }

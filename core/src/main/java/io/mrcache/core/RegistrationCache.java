@@ -217,18 +217,26 @@ public final class RegistrationCache implements AutoCloseable {
         Region r = front.find(address, end, access, widenRemote);
         int slot = r == null ? Region.NOT_RETAINED : retainHit(r, stripe);
         if (r == null || slot < 0) {
-            r = index.findServingUnchecked(address, end, access, widenRemote);
-            slot = r == null ? Region.NOT_RETAINED : retainHit(r, stripe);
-            if (r == null || slot < 0) {
-                Retained got = acquireSlow(address, end, access, stripe);
-                r = got.region();
-                slot = got.slot();
-            }
-            front.remember(address, r);
+            Retained got = acquireBehindFront(address, end, access, stripe);
+            r = got.region();
+            slot = got.slot();
         }
         // the one allocation site: when the caller keeps the lease local, C2 can scalar-replace it
         return leakDetector == null || !leakDetector.track() ? new Lease(this, r, slot, address, length, null)
                 : trackedLease(leakDetector, r, slot, address, length);
+    }
+
+    /**
+     * The index, then the miss path; remembers the region in the front table. Out of line: with the index
+     * walk inlined, {@link #acquire} compiled too big to be inlined into its callers, and then the lease could
+     * no longer be scalar-replaced.
+     */
+    private Retained acquireBehindFront(long address, long end, int access, int stripe) {
+        Region r = index.findServingUnchecked(address, end, access, widenRemote);
+        int slot = r == null ? Region.NOT_RETAINED : retainHit(r, stripe);
+        Retained got = r != null && slot >= 0 ? new Retained(r, slot) : acquireSlow(address, end, access, stripe);
+        front.remember(address, got.region());
+        return got;
     }
 
     /** A region and the lease slot the caller's lease was counted in (the miss path's result). */
