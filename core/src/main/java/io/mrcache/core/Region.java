@@ -172,8 +172,13 @@ final class Region {
         int slot;
         long before;
         if (cs == null && stripe == baseStripe) {
-            slot = BASE_SLOT;
-            before = (long) BASE.getAndAdd(this, delta); // write first ...
+            before = (long) BASE.getOpaque(this);
+            if (BASE.compareAndSet(this, before, before + delta)) { // write first ...
+                slot = BASE_SLOT;
+            } else { // another thread on this stripe uses the base word now: spread out
+                slot = stripe;
+                before = addToCell(null, stripe, delta);
+            }
         } else {
             slot = stripe;
             before = addToCell(cs, stripe, delta); // (also a write first)

@@ -32,14 +32,21 @@ class RegionStateTest {
         assertTrue(Region.STRIPES >= Math.min(16, Math.max(4, cpus)) && Region.STRIPES <= 16
                 && Integer.bitCount(Region.STRIPES) == 1, "stripes " + Region.STRIPES + " for " + cpus + " cpus");
         // two threads whose ids collide on a stripe (ids are given at construction: make threads until two do)
+        // hammer one region until contention has moved them apart (two that move at the same moment collide
+        // again, so give them up to ten seconds), and never lose a lease or a hit
         Region r = new Region(REG, 4096, 0);
-        int rounds = 200_000;
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
         Runnable hammer = () -> {
-            for (int i = 0; i < rounds; i++) {
-                int slot = r.tryRetainHit(Region.stripe());
-                assertTrue(slot >= 0);
-                r.release(slot);
+            long n = 0;
+            while (!stop.get()) {
+                for (int i = 0; i < 10_000; i++, n++) {
+                    int slot = r.tryRetainHit(Region.stripe());
+                    assertTrue(slot >= 0);
+                    r.release(slot);
+                }
             }
+            done.addAndGet(n);
         };
         Thread a = new Thread(hammer);
         Thread b = new Thread(hammer);
@@ -50,11 +57,17 @@ class RegionStateTest {
         assertEquals(LeaseStripes.of(a.threadId()), LeaseStripes.of(b.threadId()), "they start on one cell");
         a.start();
         b.start();
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (LeaseStripes.of(a.threadId()) == LeaseStripes.of(b.threadId()) && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        Thread.sleep(20); // and they stay apart while they keep going
+        stop.set(true);
         a.join();
         b.join();
         assertTrue(LeaseStripes.of(a.threadId()) != LeaseStripes.of(b.threadId()),
                 "contention moved one of them to another cell");
-        assertEquals(2L * rounds, r.hits(), "no lease or hit lost while moving");
+        assertEquals(done.get(), r.hits(), "no lease or hit lost while moving");
         assertTrue(r.isIdle());
     }
 
