@@ -21,14 +21,21 @@ final class PendingRegistration {
     final boolean upgrade;
     /** Set under the index lock by an overlapping invalidation: the result must never be published (H4). */
     boolean doomed;
-    /** The published region, or null when discarded; exceptional when the registration failed. */
-    private final CompletableFuture<Region> outcome = new CompletableFuture<>();
+    /**
+     * The published region, or null when discarded; exceptional when the registration failed. Made under the
+     * cache's lock by the first joiner ({@link #outcomeForJoiner}), so a miss nobody joins makes none; the
+     * owner reads it after it removed the entry from the pending list under the same lock, when no one can
+     * find the entry to make it any more.
+     */
+    private @Nullable CompletableFuture<Region> outcome;
     /**
      * Completes when nothing this registration pinned is still registered unpublished: at once when it was
      * published or failed, when its deregistration succeeded when it was discarded, and exceptionally when
-     * that deregistration failed (the keys are live, so a waiting invalidation must not report success).
+     * that deregistration failed (the keys are live, so a waiting invalidation must not report success). Made
+     * under the lock by the first invalidation or close that waits for it ({@link #settledForWaiter}), as
+     * {@link #outcome}.
      */
-    final CompletableFuture<Void> settled = new CompletableFuture<>();
+    private @Nullable CompletableFuture<Void> settled;
 
     PendingRegistration(long start, long end, int access, List<Region> supersedes, boolean upgrade) {
         this.start = start;
@@ -59,21 +66,41 @@ final class PendingRegistration {
         supersedes = List.of();
     }
 
+    /** For a joiner, under the cache's lock while this entry is pending. */
+    CompletableFuture<Region> outcomeForJoiner() {
+        CompletableFuture<Region> o = outcome;
+        if (o == null) {
+            outcome = o = new CompletableFuture<>();
+        }
+        return o;
+    }
+
+    /** For an invalidation or close that must wait for this entry, under the cache's lock while it is pending. */
+    CompletableFuture<Void> settledForWaiter() {
+        CompletableFuture<Void> w = settled;
+        if (w == null) {
+            settled = w = new CompletableFuture<>();
+        }
+        return w;
+    }
+
+    // The owner's outcomes: called after the entry left the pending list under the cache's lock.
+
     void published(Region region) {
-        settled.complete(null);
-        outcome.complete(region);
+        if (settled != null) {
+            settled.complete(null);
+        }
+        if (outcome != null) {
+            outcome.complete(region);
+        }
     }
 
     /** The result was discarded; {@code deregistration} is its first deregistration attempt. */
     void discarded(CompletableFuture<Void> deregistration) {
-        outcome.complete(null);
-        deregistration.whenComplete((v, e) -> {
-            if (e == null) {
-                settled.complete(null);
-            } else {
-                settled.completeExceptionally(e);
-            }
-        });
+        if (outcome != null) {
+            outcome.complete(null);
+        }
+        settleWhen(deregistration);
     }
 
     /**
@@ -81,21 +108,32 @@ final class PendingRegistration {
      * when nothing was).
      */
     void failed(Throwable e, CompletableFuture<Void> cleanup) {
-        outcome.completeExceptionally(e);
-        cleanup.whenComplete((v, x) -> {
+        if (outcome != null) {
+            outcome.completeExceptionally(e);
+        }
+        settleWhen(cleanup);
+    }
+
+    private void settleWhen(CompletableFuture<Void> attempt) {
+        CompletableFuture<Void> w = settled;
+        if (w == null) {
+            return;
+        }
+        attempt.whenComplete((v, x) -> {
             if (x == null) {
-                settled.complete(null);
+                w.complete(null);
             } else {
-                settled.completeExceptionally(x);
+                w.completeExceptionally(x);
             }
         });
     }
 
     /**
-     * Waits for the owner; null when the result was discarded. Rethrows the owner's failure itself (the same
-     * exception object, not a wrapper), so every joiner sees what the owner saw.
+     * Waits for the owner through {@code outcome} (from {@link #outcomeForJoiner}); null when the result was
+     * discarded. Rethrows the owner's failure itself (the same exception object, not a wrapper), so every
+     * joiner sees what the owner saw.
      */
-    @Nullable Region await() {
+    static @Nullable Region await(CompletableFuture<Region> outcome) {
         try {
             return outcome.join();
         } catch (CompletionException e) {

@@ -261,7 +261,7 @@ public final class RegistrationCache implements AutoCloseable {
         for (;;) {
             eviction.drainEvicted();
             PendingRegistration p;
-            boolean owner = false;
+            CompletableFuture<Region> joined = null;
             Region backedOff = null;
             lock.lock();
             try {
@@ -279,11 +279,12 @@ public final class RegistrationCache implements AutoCloseable {
                     backedOff = hit;
                 }
                 p = findPending(address, end, access);
-                if (p == null) {
+                if (p != null) {
+                    joined = p.outcomeForJoiner();
+                } else {
                     p = planner.plan(index, address, end, access);
                     pending.add(p);
                     pendingCount = pending.size();
-                    owner = true;
                     metrics.countUnderLock(CacheCounter.MISSES, 1);
                 }
             } finally {
@@ -293,11 +294,11 @@ public final class RegistrationCache implements AutoCloseable {
                 deferredDeregister(backedOff); // outside the lock, like every registrar call
             }
             Retained r;
-            if (owner) {
+            if (joined == null) { // this thread owns the registration
                 Region published = registerAndPublish(p, address, end, access, stripe);
                 r = published == null ? null : new Retained(published, Region.BASE_SLOT); // the owner's lease
             } else {
-                r = joinInFlight(p, address, end, access, stripe);
+                r = joinInFlight(joined, address, end, access, stripe);
             }
             if (r != null) {
                 return r;
@@ -306,9 +307,10 @@ public final class RegistrationCache implements AutoCloseable {
     }
 
     /** Waits for another thread's registration; the region with a lease for us, or null to retry. */
-    private @Nullable Retained joinInFlight(PendingRegistration p, long address, long end, int access, int stripe) {
+    private @Nullable Retained joinInFlight(CompletableFuture<Region> outcome, long address, long end, int access,
+            int stripe) {
         metrics.increment(CacheCounter.SINGLE_FLIGHT_JOINS);
-        Region r = p.await(); // rethrows the owner's failure itself
+        Region r = PendingRegistration.await(outcome); // rethrows the owner's failure itself
         if (r == null || !r.serves(address, end, access, widenRemote)) {
             return null; // discarded, or the owner fell back to a range or rights that do not cover ours
         }
@@ -534,7 +536,7 @@ public final class RegistrationCache implements AutoCloseable {
                 if (p.overlaps(address, end)) {
                     doomed += p.doomed ? 0 : 1;
                     p.doomed = true;
-                    waits.add(p.settled);
+                    waits.add(p.settledForWaiter());
                 }
             }
             if (!gone.isEmpty() || doomed > 0) {
@@ -669,7 +671,7 @@ public final class RegistrationCache implements AutoCloseable {
             if (!CacheFault.CLOSE_SKIPS_PENDING.in(faults)) {
                 for (PendingRegistration p : pending) {
                     p.doomed = true;
-                    waits.add(p.settled);
+                    waits.add(p.settledForWaiter());
                 }
             }
             done = Stages.allDeregistered(() -> "close", waits).toCompletableFuture();
