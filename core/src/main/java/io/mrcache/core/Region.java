@@ -139,7 +139,7 @@ final class Region {
         this.access = registration.access();
         this.pinnedBytes = pinnedBytes;
         this.baseStripe = stripe;
-        this.base = initialLeases * LEASE_ONE; // a volatile write: the region is published safely
+        this.base = initialLeases * LEASE_ONE; // every field is final or volatile: safe to publish through a race
     }
 
     private static int cell(int stripe) {
@@ -153,9 +153,9 @@ final class Region {
 
     /**
      * Takes a lease for a thread on {@code stripe} and counts a hit, unless the region is retired or being
-     * evicted; returns the slot it was counted in, or a negative value. Lock-free: one atomic add on the base
-     * word, or one compare-and-set on the thread's cell (an atomic add, and a move to another cell, when
-     * another thread shares it), then one read of the state word.
+     * evicted; returns the slot it was counted in, or a negative value. Lock-free: one compare-and-set on the
+     * base word or on the thread's cell (when it fails, another thread shares the word: the lease goes to the
+     * cells, or to the same cell with an atomic add and the thread moves on), then one read of the state word.
      */
     int tryRetainHit(int stripe) {
         return addLeaseThenReadState(stripe, LEASE_ONE + HIT_ONE);
