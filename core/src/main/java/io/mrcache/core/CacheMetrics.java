@@ -54,10 +54,6 @@ final class CacheMetrics {
         counters[counter.ordinal()].increment();
     }
 
-    void add(CacheCounter counter, long n) {
-        counters[counter.ordinal()].add(n);
-    }
-
     void registered(long pinned) {
         pinnedBytes.addAndGet(pinned);
         regions.incrementAndGet();

@@ -379,19 +379,13 @@ final class RegionIndex {
         private Node withEntry(int at, Region r) {
             long[] ss = insertAt(starts, at, r.start);
             long[] es = insertAt(ends, at, r.end);
-            int[] as = new int[accesses.length + 1];
-            System.arraycopy(accesses, 0, as, 0, at);
-            System.arraycopy(accesses, at, as, at + 1, accesses.length - at);
-            as[at] = r.access;
-            return new Node(ss, es, as, insertAt(regions, at, r), NO_CHILDREN, size + 1, 1);
+            return new Node(ss, es, insertAt(accesses, at, r.access), insertAt(regions, at, r), NO_CHILDREN, size + 1,
+                    1);
         }
 
         private Node withoutEntry(int at) {
-            int[] as = new int[accesses.length - 1];
-            System.arraycopy(accesses, 0, as, 0, at);
-            System.arraycopy(accesses, at + 1, as, at, as.length - at);
-            return new Node(removeAt(starts, at), removeAt(ends, at), as, removeAt(regions, at), NO_CHILDREN,
-                    size - 1, 1);
+            return new Node(removeAt(starts, at), removeAt(ends, at), removeAt(accesses, at), removeAt(regions, at),
+                    NO_CHILDREN, size - 1, 1);
         }
 
         private Node withChild(int i, Node child) {
@@ -437,6 +431,21 @@ final class RegionIndex {
 
         private static long[] removeAt(long[] a, int at) {
             long[] out = new long[a.length - 1];
+            System.arraycopy(a, 0, out, 0, at);
+            System.arraycopy(a, at + 1, out, at, out.length - at);
+            return out;
+        }
+
+        private static int[] insertAt(int[] a, int at, int x) {
+            int[] out = new int[a.length + 1];
+            System.arraycopy(a, 0, out, 0, at);
+            System.arraycopy(a, at, out, at + 1, a.length - at);
+            out[at] = x;
+            return out;
+        }
+
+        private static int[] removeAt(int[] a, int at) {
+            int[] out = new int[a.length - 1];
             System.arraycopy(a, 0, out, 0, at);
             System.arraycopy(a, at + 1, out, at, out.length - at);
             return out;

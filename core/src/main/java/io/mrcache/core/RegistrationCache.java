@@ -379,11 +379,10 @@ public final class RegistrationCache implements AutoCloseable {
                             victims.add(r);
                         }
                     }
-                    retiring = retiring.withAll(victims);
                     gone = new ArrayList<>(superseded);
                     gone.addAll(victims);
                 }
-                retiring = retiring.withAll(superseded);
+                retiring = retiring.withAll(gone);
                 index = index.with(region, gone);
                 toDeregister = retireAll(superseded);
                 if (!superseded.isEmpty()) {

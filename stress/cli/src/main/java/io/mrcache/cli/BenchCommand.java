@@ -68,8 +68,8 @@ final class BenchCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(), "--repeats " + repeats
                     + ": give 1 or more repeats of each side");
         }
-        if (updateDoc != null && !(Files.isRegularFile(updateDoc) && Files.readString(updateDoc).contains(DOC_BEGIN)
-                && Files.readString(updateDoc).contains(DOC_END))) {
+        String doc = updateDoc != null && Files.isRegularFile(updateDoc) ? Files.readString(updateDoc) : "";
+        if (updateDoc != null && !(doc.contains(DOC_BEGIN) && doc.contains(DOC_END))) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--update-doc " + updateDoc
                     + ": not a file with the lines " + DOC_BEGIN + " and " + DOC_END + " to write between");
         }

@@ -38,10 +38,6 @@ public final class Series {
         return samples.stream().map(Sample::value).toList();
     }
 
-    public List<Double> othersShares() {
-        return samples.stream().map(Sample::othersShare).toList();
-    }
-
     public int disturbed() {
         return (int) samples.stream().filter(s -> CpuShare.disturbed(s.othersShare)).count();
     }
