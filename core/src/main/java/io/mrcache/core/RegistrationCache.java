@@ -156,7 +156,7 @@ public final class RegistrationCache implements AutoCloseable {
     private final Deregistrar deregistrar;
     private final EvictionPolicy eviction;
 
-    private final ReentrantLock lock = new ReentrantLock();
+    private final ReentrantLock lock = new SpinningLock();
     /** A hint for repeated requests, checked before the index; see {@link FrontTable} for why it is safe. */
     private final FrontTable front = new FrontTable();
     /** Published regions: read without a lock, replaced under {@link #lock}. */

@@ -46,21 +46,29 @@ final class SoakCommand implements Callable<Integer> {
                     + " without mlock, which otherwise bounds the rate. The detectors are the same either way.")
     String pinning;
 
+    @Option(names = "--slow-every", defaultValue = "8",
+            description = "slow-registration makes one registration in this many (at random) 20 us slower"
+                    + " (default ${DEFAULT-VALUE}; 1 makes every one slow, as the demo does: the spin is CPU time and"
+                    + " then bounds the rate).")
+    int slowEvery;
+
     @Override
     public Integer call() {
         EnumSet<Fault> faultSet = Options.faults(spec, faults);
         Options.positive(spec, "--lifecycles", lifecycles);
         Options.threads(spec, threads);
+        Options.positive(spec, "--slow-every", slowEvery);
         if (!pinning.equals("mlock") && !pinning.equals("account")) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--pinning " + pinning
                     + ": must be mlock or account");
         }
         long runSeed = seed != null ? seed : new java.util.Random().nextLong();
-        System.out.printf("mrcache soak: %,d buffer lifecycles, %d threads, seed %d, faults %s, pinning %s%n",
-                lifecycles, threads, runSeed, faultSet.stream().map(Fault::option).toList(), pinning);
+        System.out.printf("mrcache soak: %,d buffer lifecycles, %d threads, seed %d, faults %s, pinning %s%s%n",
+                lifecycles, threads, runSeed, faultSet.stream().map(Fault::option).toList(), pinning,
+                faultSet.contains(Fault.SLOW_REGISTRATION) ? ", slow registration 1 in " + slowEvery : "");
         AtomicLong lines = new AtomicLong();
         InjectorReport r = AddressReuseInjector.run(new InjectorConfig(lifecycles, threads, runSeed, faultSet, false,
-                true, pinning.equals("account")), Caches.MRCACHE, line -> {
+                true, pinning.equals("account"), slowEvery), Caches.MRCACHE, line -> {
                     if (lines.incrementAndGet() % 10 == 0) {
                         System.out.println("  " + line);
                     }
@@ -76,9 +84,15 @@ final class SoakCommand implements Callable<Integer> {
             long n = r.coverage().getOrDefault(hazard, 0L);
             System.out.printf("  %-44s %,16d%s%n", hazard, n, n == 0 ? "   NOT EXERCISED" : "");
         }
+        if (faultSet.contains(Fault.SLOW_REGISTRATION)) {
+            System.out.printf("registrations slowed by 20 us: %,d of %,d%n",
+                    r.coverage().getOrDefault(AddressReuseInjector.SLOWED, 0L),
+                    r.coverage().getOrDefault(AddressReuseInjector.REGISTRATIONS, 0L));
+        }
         if (!r.safe()) {
             System.out.printf("FAILED after %,d lifecycles. Replay: ./mrcache soak --threads 1 --seed %d --lifecycles"
-                    + " %d --faults %s --pinning %s%n", r.operations(), runSeed, lifecycles, faults, pinning);
+                    + " %d --faults %s --pinning %s --slow-every %d%n", r.operations(), runSeed, lifecycles, faults, pinning,
+                    slowEvery);
             return 1;
         }
         System.out.println("mrcache: zero on every detector.");

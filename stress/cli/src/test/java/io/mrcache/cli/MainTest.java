@@ -138,9 +138,13 @@ class MainTest {
         assertTrue(r[1].contains("20,000 lifecycles in"), r[1]);
         assertTrue(r[1].contains("lifecycles/s") && r[1].contains("zero on every detector"), r[1]);
         assertTrue(r[1].contains("pinning account"), r[1]);
+        assertTrue(r[1].contains("slow registration 1 in 8"), r[1]);
         String[] bad = capture("soak", "--pinning", "madvise");
         assertEquals("2", bad[0], bad[1] + bad[2]);
         assertTrue(bad[2].contains("--pinning madvise"), bad[2]);
+        String[] never = capture("soak", "--slow-every", "0");
+        assertEquals("2", never[0], never[1] + never[2]);
+        assertTrue(never[2].contains("--slow-every") && never[2].contains("0"), never[2]);
     }
 
     @Test

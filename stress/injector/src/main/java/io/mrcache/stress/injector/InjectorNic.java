@@ -40,7 +40,8 @@ final class InjectorNic implements Registrar {
     private final SimulatedHca hca;
     private final long pd;
     private final AtomicLong clock;
-    private final boolean slow;
+    /** One registration in this many spins 20 us more; 0: none. */
+    private final int slowEvery;
     private final boolean failingRegistration;
     private volatile boolean failingDeregistration;
     private final ThreadLocal<SplittableRandom> faultRandom;
@@ -55,16 +56,17 @@ final class InjectorNic implements Registrar {
     final LongAdder rejectedRemote = new LongAdder();
     final LongAdder rejectedLocal = new LongAdder();
     final LongAdder registrations = new LongAdder();
+    final LongAdder slowed = new LongAdder();
     final LongAdder doubleDeregistrations = new LongAdder();
     final LongAdder deregisteredUnderLease = new LongAdder();
     final LongAdder injectedDeregistrationFailures = new LongAdder();
 
-    InjectorNic(SimulatedHca hca, AtomicLong clock, boolean slow, boolean failingRegistration,
+    InjectorNic(SimulatedHca hca, AtomicLong clock, int slowEvery, boolean failingRegistration,
             boolean failingDeregistration, ThreadLocal<SplittableRandom> faultRandom) {
         this.hca = hca;
         this.pd = hca.allocProtectionDomain();
         this.clock = clock;
-        this.slow = slow;
+        this.slowEvery = slowEvery;
         this.failingRegistration = failingRegistration;
         this.failingDeregistration = failingDeregistration;
         this.faultRandom = faultRandom;
@@ -85,7 +87,9 @@ final class InjectorNic implements Registrar {
         if (failingRegistration && faultRandom.get().nextInt(100) < 2) {
             throw new RegistrationException("injected ENOMEM", RegistrationException.ENOMEM);
         }
-        if (slow) {
+        // every registration (1) draws nothing, so the demo's seeds replay as before
+        if (slowEvery == 1 || (slowEvery > 1 && faultRandom.get().nextInt(slowEvery) == 0)) {
+            slowed.increment();
             long end = System.nanoTime() + 20_000;
             while (System.nanoTime() < end) {
                 Thread.onSpinWait();

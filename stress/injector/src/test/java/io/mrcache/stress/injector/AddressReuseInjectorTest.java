@@ -76,6 +76,25 @@ class AddressReuseInjectorTest {
     }
 
     @Test
+    void slowRegistrationSlowsEveryRegistrationOrOneInNDrawnAtRandom() {
+        EnumSet<Fault> faults = EnumSet.of(Fault.SLOW_REGISTRATION, Fault.EVICTION_PRESSURE);
+        InjectorReport every = AddressReuseInjector.run(new InjectorConfig(3_000, 1, 7, faults, false, false, true, 1),
+                Caches.MRCACHE, line -> { });
+        long made = every.coverage().get(AddressReuseInjector.REGISTRATIONS);
+        assertTrue(made > 1_000, every.toString());
+        assertEquals(made, every.coverage().get(AddressReuseInjector.SLOWED), every.toString());
+        InjectorReport sampled = AddressReuseInjector.run(new InjectorConfig(3_000, 1, 7, faults, false, false, true,
+                8), Caches.MRCACHE, line -> { });
+        long slowed = sampled.coverage().get(AddressReuseInjector.SLOWED);
+        long of = sampled.coverage().get(AddressReuseInjector.REGISTRATIONS);
+        assertTrue(slowed > of / 16 && slowed < of / 4, slowed + " of " + of + " slowed, want about 1 in 8");
+        InjectorReport none = AddressReuseInjector.run(new InjectorConfig(3_000, 1, 7,
+                EnumSet.of(Fault.EVICTION_PRESSURE), false, false, true, 1), Caches.MRCACHE, line -> { });
+        assertEquals(0, none.coverage().get(AddressReuseInjector.SLOWED), none.toString());
+        assertThrows(IllegalArgumentException.class, () -> new InjectorConfig(1, 1, 1, faults, false, false, true, 0));
+    }
+
+    @Test
     void faultNamesParseAndUnknownOnesAreNamed() {
         assertEquals(EnumSet.complementOf(EnumSet.of(Fault.DROP_HOOKS)), Fault.parse("all"));
         assertEquals(EnumSet.allOf(Fault.class), Fault.parse("all,drop-hooks"));
