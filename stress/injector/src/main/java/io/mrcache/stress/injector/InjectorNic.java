@@ -10,7 +10,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -49,8 +48,8 @@ final class InjectorNic implements Registrar {
     private final ConcurrentHashMap<Integer, Pinned> byKey = new ConcurrentHashMap<>();
     /** Per chunk: registrations over it, live or being made (added before the HCA call). */
     private final Map<Integer, Set<Pinned>> byChunk = new ConcurrentHashMap<>();
-    /** Leases the workers hold, per lkey. */
-    private final ConcurrentHashMap<Integer, AtomicInteger> leases = new ConcurrentHashMap<>();
+    /** Leases the workers hold, per lkey; a key leaves when its count returns to zero (a soak makes 10^8 keys). */
+    private final ConcurrentHashMap<Integer, Integer> leases = new ConcurrentHashMap<>();
     final LongAdder staleWrites = new LongAdder();
     final LongAdder writesAfterFree = new LongAdder();
     final LongAdder rejectedRemote = new LongAdder();
@@ -126,8 +125,8 @@ final class InjectorNic implements Registrar {
             }
             throw new RegistrationException("deregister of an unknown or dead key " + registration, 22);
         }
-        AtomicInteger held = leases.get(registration.lkey());
-        if (held != null && held.get() > 0) {
+        Integer held = leases.get(registration.lkey());
+        if (held != null && held > 0) {
             deregisteredUnderLease.increment();
             if (AddressReuseInjector.DEBUG) {
                 System.err.println("DEREGISTERED UNDER LEASE " + registration);
@@ -176,7 +175,12 @@ final class InjectorNic implements Registrar {
 
     /** A worker took (+1) or released (-1) a lease carrying {@code lkey}. */
     void leased(int lkey, int delta) {
-        leases.computeIfAbsent(lkey, k -> new AtomicInteger()).addAndGet(delta);
+        leases.merge(lkey, delta, (held, d) -> held + d == 0 ? null : held + d);
+    }
+
+    /** Keys some worker holds a lease on now. */
+    int leasedKeys() {
+        return leases.size();
     }
 
     /**
