@@ -29,15 +29,14 @@ final class AddressRange {
             throw new IllegalArgumentException(op + ": address " + address + " (0x" + Long.toHexString(address)
                     + ") is negative; user-space virtual addresses are below 2^63");
         }
-        long end = address + length;
-        if (end < 0 || end > USER_SPACE_END) {
+        if (length > USER_SPACE_END - address) { // compared without forming the sum, which may overflow
             throw new IllegalArgumentException(String.format("%s(0x%x, %d): the range ends at %s, past 0x%x, the top"
                     + " of user-space virtual addresses (2^56); pass an address and length your allocator gave you",
-                    op, address, length,
-                    end < 0 ? "more than 2^63 (address + length overflows)" : "0x" + Long.toHexString(end),
+                    op, address, length, length > Long.MAX_VALUE - address
+                            ? "more than 2^63 (address + length overflows)" : "0x" + Long.toHexString(address + length),
                     USER_SPACE_END));
         }
-        return end;
+        return address + length;
     }
 
     /** {@code a} rounded down to a multiple of {@code alignment} (a power of two). */

@@ -227,9 +227,12 @@ final class Region {
     }
 
     /** The word of {@code slot}: {@link #base}, or a cell (which exists once a lease was counted there). */
-    private long add(int slot, long delta) {
-        return slot == BASE_SLOT ? (long) BASE.getAndAdd(this, delta)
-                : (long) CELLS.getAndAdd(existingCells(), cell(slot), delta);
+    private void add(int slot, long delta) {
+        if (slot == BASE_SLOT) {
+            BASE.getAndAdd(this, delta);
+        } else {
+            CELLS.getAndAdd(existingCells(), cell(slot), delta);
+        }
     }
 
     private long read(int slot) {
@@ -356,6 +359,11 @@ final class Region {
         }
         long v = read(slot);
         compareAndSet(slot, v, (v & LEASE_BITS) | (hits << 32));
+    }
+
+    /** Test seam: the hit half of {@code slot}'s word as it is now (harvesting keeps it below HARVEST_AT). */
+    long hitHalfForTest(int slot) {
+        return read(slot) >>> 32;
     }
 
     /** Hits served by this region: the words' hit halves plus what was harvested from them. */

@@ -57,6 +57,11 @@ final class RegionIndex {
         return h;
     }
 
+    /** Leaves of the tree: for tests of how full its nodes are kept. */
+    int leaves() {
+        return root == null ? 0 : root.leaves;
+    }
+
     /** A live region serving the request, or null. Allocation-free. */
     @Nullable Region findServing(long from, long to, int access, boolean widenRemote) {
         return root == null ? null : root.find(from, to, access, widenRemote, true);

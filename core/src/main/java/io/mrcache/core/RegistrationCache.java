@@ -835,7 +835,7 @@ public final class RegistrationCache implements AutoCloseable {
 
         /** Local regions are widened to this power of two (default 4096, the x86-64 page size). */
         public Builder alignment(long alignment) {
-            if (alignment <= 0 || Long.bitCount(alignment) != 1) {
+            if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
                 throw new IllegalArgumentException("alignment " + alignment
                         + " must be a power of two > 0, usually the page size (4096)");
             }

@@ -41,6 +41,13 @@ class EdgesTest extends CacheTestSupport {
         long top = AddressRange.USER_SPACE_END;
         assertEquals(top, AddressRange.checkedEnd("t", top - 10, 10), "ending exactly at the top is fine");
         assertThrows(IllegalArgumentException.class, () -> AddressRange.checkedEnd("t", top - 10, 11));
+        IllegalArgumentException atMax = assertThrows(IllegalArgumentException.class,
+                () -> AddressRange.checkedEnd("t", 10, Long.MAX_VALUE - 10));
+        assertTrue(atMax.getMessage().contains("ends at 0x7fffffffffffffff"), "the largest end still formed: "
+                + atMax.getMessage());
+        IllegalArgumentException past = assertThrows(IllegalArgumentException.class,
+                () -> AddressRange.checkedEnd("t", 10, Long.MAX_VALUE - 9));
+        assertTrue(past.getMessage().contains("overflows"), past.getMessage());
         assertEquals(8192, AddressRange.alignUp(4097, 4096));
         assertEquals(4096, AddressRange.alignUp(4096, 4096));
         assertEquals(4096, AddressRange.alignDown(8191, 4096));
@@ -220,6 +227,9 @@ class EdgesTest extends CacheTestSupport {
         }
         assertThrows(IllegalArgumentException.class, () -> RegistrationCache.builder(registrar).alignment(0));
         assertThrows(IllegalArgumentException.class, () -> RegistrationCache.builder(registrar).alignment(-4096));
+        assertThrows(IllegalArgumentException.class, () -> RegistrationCache.builder(registrar).alignment(Long.MIN_VALUE),
+                "one bit set, but negative");
+        assertThrows(IllegalArgumentException.class, () -> RegistrationCache.builder(registrar).alignment(3));
         assertNotNull(RegistrationCache.builder(registrar).alignment(1).clock(System::nanoTime)
                 .withDeliberateBug(CacheFault.SKIP_UNLINK));
     }
@@ -283,6 +293,7 @@ class EdgesTest extends CacheTestSupport {
         assertEquals(List.of(bad), de.stillRegistered());
         assertEquals(16, de.errno());
         assertTrue(de.getMessage().startsWith("invalidate [x) did not complete"), de.getMessage());
+        assertSame(failed.exceptionNow(), de.getCause(), "the failure itself, not the CompletionException around it");
         assertSame(Stages.DONE, Stages.allDeregistered(() -> "nothing", List.of()));
         assertSame(Stages.DONE, Stages.allDeregistered(() -> "all ok", List.of(done)), "done already: no allocation");
         CompletableFuture<Void> running = new CompletableFuture<>();
@@ -504,6 +515,33 @@ class EdgesTest extends CacheTestSupport {
     }
 
     @Test
+    void closeWithATimeoutListsOnlyLeasedRegionsAndPassesOnFailuresAndInterrupts() {
+        RegistrationCache cache = RegistrationCache.builder(registrar).deregistrationRetry(DeregistrationRetry.MANUAL)
+                .build();
+        Lease held = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE).close();
+        registrar.deregisterFailures(r -> r.address() == BASE + 8 * PAGE ? new RegistrationException("EBUSY", 16) : null);
+        LeasesStillHeldException e = assertThrows(LeasesStillHeldException.class,
+                () -> cache.close(java.time.Duration.ofMillis(20)));
+        assertEquals(1, e.regions(), "the quarantined region holds no lease: " + e.getMessage());
+        assertFalse(e.getMessage().contains("0x108000"), e.getMessage());
+
+        Thread.currentThread().interrupt();
+        IllegalStateException interrupted = assertThrows(IllegalStateException.class,
+                () -> cache.close(java.time.Duration.ofSeconds(5)));
+        assertTrue(interrupted.getMessage().contains("interrupted"), interrupted.getMessage());
+        assertTrue(Thread.interrupted(), "the interrupt is kept for the caller");
+
+        held.close(); // the close now ends, with the quarantined registration's failure
+        DeregistrationException failed = assertThrows(DeregistrationException.class,
+                () -> cache.close(java.time.Duration.ofSeconds(5)));
+        assertEquals(16, failed.errno());
+        registrar.deregisterFailures(r -> null);
+        assertEquals(0, cache.retryQuarantined());
+        registrar.assertBalanced();
+    }
+
+    @Test
     void sampledLeakDetectionTracksAboutOneAcquireInTheInterval() {
         RegistrationCache cache = RegistrationCache.builder(registrar).leakDetection(LeakDetection.SAMPLED).build();
         List<Lease> held = new java.util.ArrayList<>();
@@ -575,6 +613,36 @@ class EdgesTest extends CacheTestSupport {
                 assertEquals(BASE, l.registration().address(), "merged with the touching region");
                 assertEquals(2 * PAGE, l.registration().length(), "but not with the one a page away");
             }
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void adjacentMergingReachesARegionTouchingTheRequestsEndToo() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar)
+                .mergePolicy(MergePolicy.OVERLAPPING_AND_ADJACENT).build()) {
+            cache.acquire(BASE + PAGE, PAGE, LOCAL_WRITE).close(); // [P, 2P)
+            try (Lease l = cache.acquire(BASE, PAGE, LOCAL_WRITE)) { // [0, P): touches it with its end
+                assertEquals(BASE, l.registration().address());
+                assertEquals(2 * PAGE, l.registration().length(), "merged with the region after it");
+            }
+            assertEquals(1, cache.regionCount());
+            assertEquals(1, cache.metrics().get(CacheCounter.MERGES));
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void withoutMergingARegionOfExactlyTheRequestedRangeIsUpgradedInPlace() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).mergePolicy(MergePolicy.NONE).build()) {
+            cache.acquire(BASE, PAGE, LOCAL_READ).close();
+            try (Lease up = cache.acquire(BASE, PAGE, LOCAL_WRITE)) { // same start, same end, one more right
+                assertEquals(BASE, up.registration().address());
+                assertEquals(PAGE, up.registration().length());
+                assertEquals(LOCAL_READ | LOCAL_WRITE, up.access(), "the union of the rights");
+            }
+            assertEquals(1, cache.regionCount(), "the narrower region was superseded");
+            assertEquals(1, cache.metrics().get(CacheCounter.ACCESS_UPGRADES));
         }
         registrar.assertBalanced();
     }

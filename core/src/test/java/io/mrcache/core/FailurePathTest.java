@@ -371,6 +371,9 @@ class FailurePathTest extends CacheTestSupport {
             fresh.seedHitsForTest(slot, Region.HARVEST_AT - 2); // two below the harvest threshold
             for (int i = 0; i < 5; i++) {
                 assertEquals(slot, fresh.tryRetainHit(stripe));
+                // the add that reaches the threshold moves it out: the word's hit half is back to the hits past it
+                assertEquals(i < 1 ? Region.HARVEST_AT - 1 + i : i - 1, fresh.hitHalfForTest(slot),
+                        "hit half after hit " + (i + 1));
             }
             assertEquals(Region.HARVEST_AT - 2 + 5, fresh.hits(), "crossing the harvest threshold keeps the count exact");
             assertEquals(5, fresh.leases());

@@ -103,6 +103,71 @@ class RegionIndexTest {
     }
 
     @Test
+    void aLoneChildReplacesTheRootAndASparseTreeIsRebuiltBelowAQuarterFull() {
+        List<Region> all = ascending(64);
+        RegionIndex idx = insertAll(all);
+        assertEquals(2, idx.leaves());
+        assertEquals(2, idx.height());
+        idx = idx.with(null, all.subList(0, 32));
+        assertEquals(1, idx.height(), "a root left with one child gives way to it");
+
+        // 32 full leaves; removing 24 of each leaf's 32 leaves exactly a quarter: kept as it is
+        all = ascending(1024);
+        idx = insertAll(all);
+        assertEquals(32, idx.leaves());
+        List<Region> removed = new ArrayList<>();
+        for (int i = 0; i < all.size(); i++) {
+            if (i % 32 >= 8) {
+                removed.add(all.get(i));
+            }
+        }
+        idx = idx.with(null, removed);
+        assertEquals(256, idx.size());
+        assertEquals(32, idx.leaves(), "a quarter full is not yet sparse");
+        idx = idx.with(null, List.of(all.get(0)));
+        assertEquals(255, idx.size());
+        assertEquals(11, idx.leaves(), "below a quarter: rebuilt, 24 to a leaf (255 = 10 x 24 + 15)");
+        assertEquals(2, idx.height());
+    }
+
+    @Test
+    void aRebuildPacksTwentyFourToANodeWithNoEmptyNodeAtAnExactMultiple() {
+        for (int target : new int[] {240, 576}) {
+            int leaves = target * 4 / 32 + 8; // enough full leaves that the target is below a quarter of them
+            List<Region> all = ascending(leaves * 32);
+            RegionIndex idx = insertAll(all);
+            assertEquals(leaves, idx.leaves());
+            List<Region> removed = new ArrayList<>();
+            int keep = 0;
+            for (int leaf = 0; leaf < leaves; leaf++) { // keep at least one region in every leaf
+                int here = target * (leaf + 1) / leaves - keep;
+                keep += here;
+                removed.addAll(all.subList(leaf * 32 + here, leaf * 32 + 32));
+            }
+            idx = idx.with(null, removed);
+            assertEquals(target, idx.size());
+            assertEquals(target / 24, idx.leaves(), target + " regions rebuilt: full leaves of 24, no empty one");
+            assertEquals(target <= 24 * 24 ? 2 : 3, idx.height(), "24 leaves fit under one inner node");
+        }
+    }
+
+    private static List<Region> ascending(int n) {
+        List<Region> all = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            all.add(EdgesTest.region(i * PAGE, PAGE, LOCAL_WRITE));
+        }
+        return all;
+    }
+
+    private static RegionIndex insertAll(List<Region> regions) {
+        RegionIndex idx = RegionIndex.EMPTY;
+        for (Region r : regions) {
+            idx = idx.with(r, List.of());
+        }
+        return idx;
+    }
+
+    @Test
     void aLongRegionInAnEarlierLeafIsFoundFromALaterOne() {
         Region longOne = EdgesTest.region(0, 10_000 * PAGE, LOCAL_WRITE);
         RegionIndex idx = RegionIndex.EMPTY.with(longOne, List.of());

@@ -94,6 +94,8 @@ class RegistrationCacheTest extends CacheTestSupport {
             }
             lease.close();
             assertEquals(1, registrar.registerCount());
+            assertEquals(0, cache.metrics().get(CacheCounter.HITS), "a joiner's lease comes from the join, not a hit");
+            assertEquals(1, cache.metrics().get(CacheCounter.MISSES));
         }
         registrar.assertBalanced();
     }
