@@ -129,17 +129,17 @@ final class EvictionPolicy {
                 }
                 return picked;
             });
-            int retired = 0;
+            boolean retiredAny = false;
             for (Region r : victims) {
                 if (r.tryRetireIdle()) {
                     evicted.add(r);
-                    retired++;
+                    retiredAny = true;
                 } else if (r.isLive()) {
                     metrics.increment(CacheCounter.EVICTIONS_WITHDRAWN); // leased since it was picked
                 }
             }
             drainEvicted();
-            if (retired == 0) {
+            if (!retiredAny) {
                 return true;
             }
         }

@@ -139,7 +139,8 @@ final class Region {
         this.access = registration.access();
         this.pinnedBytes = pinnedBytes;
         this.baseStripe = stripe;
-        this.base = initialLeases * LEASE_ONE; // every field is final or volatile: safe to publish through a race
+        this.base = initialLeases; // leases are the word's low half; every field is final or volatile: safe to
+                                   // publish through a race
     }
 
     private static int cell(int stripe) {
@@ -359,6 +360,16 @@ final class Region {
         }
         long v = read(slot);
         compareAndSet(slot, v, (v & LEASE_BITS) | (hits << 32));
+    }
+
+    /** Test seam: a second harvest of {@code slot}, as by a thread that saw the threshold after another did. */
+    void harvestForTest(int slot) {
+        harvest(slot);
+    }
+
+    /** Test seam: marks the region as an evictor does before it sums the leases ({@link #tryRetireIdle}). */
+    void beginEvictionForTest() {
+        STATE.getAndBitwiseOr(this, EVICTING);
     }
 
     /** Test seam: the hit half of {@code slot}'s word as it is now (harvesting keeps it below HARVEST_AT). */

@@ -38,7 +38,7 @@ final class RegionIndex {
         while (!root.isLeaf && root.children.length == 1) {
             root = root.children[0]; // a removal left a root with one child
         }
-        if (root.leaves > 1 && root.size * 4 < root.leaves * FANOUT) {
+        if (!root.isLeaf && root.size * 4 < root.leaves * FANOUT) { // (a lone leaf is as packed as it gets)
             return new RegionIndex(build(root.all()));
         }
         return new RegionIndex(root);

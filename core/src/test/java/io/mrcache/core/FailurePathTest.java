@@ -376,6 +376,9 @@ class FailurePathTest extends CacheTestSupport {
                         "hit half after hit " + (i + 1));
             }
             assertEquals(Region.HARVEST_AT - 2 + 5, fresh.hits(), "crossing the harvest threshold keeps the count exact");
+            fresh.harvestForTest(slot); // a second thread that saw the threshold too: finds it harvested already
+            assertEquals(3, fresh.hitHalfForTest(slot));
+            assertEquals(Region.HARVEST_AT - 2 + 5, fresh.hits(), "harvested once, not twice");
             assertEquals(5, fresh.leases());
             assertFalse(fresh.retire(), "leased: not the retirer's to deregister");
         }

@@ -107,6 +107,17 @@ class RegionStateTest {
     }
 
     @Test
+    void anAcquireThatMeetsAnEvictionInProgressBacksOffAndNeverClaimsTheDeregistration() {
+        Region r = new Region(REG, 4096, 0);
+        r.beginEvictionForTest(); // an evictor between its mark and its sum
+        for (int stripe : new int[] {Region.stripe(), (Region.stripe() + 1) % Region.STRIPES}) {
+            assertEquals(Region.NOT_RETAINED, r.tryRetainHit(stripe), "evicting: no lease, and not ours to deregister");
+            assertEquals(0, r.leases(), "the backed-off add was undone");
+        }
+        assertTrue(r.retire(), "nobody claimed it while it was evicting: the retirer deregisters it once");
+    }
+
+    @Test
     void theCreatorsLeaseIsInTheBaseWord() {
         Region r = new Region(REG, 4096, 1);
         assertEquals(1, r.leases());

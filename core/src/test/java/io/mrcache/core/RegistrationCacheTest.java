@@ -395,6 +395,84 @@ class RegistrationCacheTest extends CacheTestSupport {
     }
 
     @Test
+    void underAByteBudgetTooFrequentlyUsedRegionsSurviveScans() {
+        // as above, with the budget in bytes: 8 pages of single-page regions
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(Budget.ofBytes(8 * PAGE)).build()) {
+            int hotHits = 0;
+            int hotUses = 0;
+            for (int step = 0; step < 600; step++) {
+                cache.acquire(BASE + (100 + step) * 2 * PAGE, PAGE, LOCAL_READ).close();
+                if (step % 3 == 0) {
+                    long hitsBefore = cache.metrics().get(CacheCounter.HITS);
+                    cache.acquire(BASE + (step / 3 % 4) * 2 * PAGE, PAGE, LOCAL_READ).close();
+                    if (step >= 300) {
+                        hotUses++;
+                        hotHits += (int) (cache.metrics().get(CacheCounter.HITS) - hitsBefore);
+                    }
+                }
+                assertTrue(cache.pinnedBytes() <= 8 * PAGE);
+            }
+            assertTrue(hotHits >= 0.9 * hotUses, "hot hits " + hotHits + " of " + hotUses);
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aByteBudgetWeighsAPartialPageAsAWholeOne() {
+        // 64-byte alignment: each region pins 4,160 bytes, which the policy weighs as 2 pages, never as 1
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).alignment(64)
+                .budget(Budget.ofBytes(3 * PAGE)).build()) {
+            cache.acquire(BASE, PAGE + 64, LOCAL_READ).close();
+            cache.acquire(BASE + 4 * PAGE, PAGE + 64, LOCAL_READ).close();
+            assertEquals(1, cache.regionCount(), "2 + 2 pages of weight exceed the 3 the budget allows");
+            assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS));
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aRegionThePolicyDroppedWhileLeasedIsCountedAndReturnsWhenReleased() {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 1))
+                .build()) {
+            Lease held = cache.acquire(BASE, PAGE, LOCAL_READ);
+            Lease second = cache.acquire(BASE + 2 * PAGE, PAGE, LOCAL_READ);
+            assertEquals(2, cache.regionCount(), "both leased: over budget, nothing evicted");
+            assertTrue(cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN) >= 1, "the policy's choice was leased");
+            second.close();
+            held.close();
+            assertEquals(1, cache.regionCount(), "released: back within the budget");
+            assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS));
+            try (Lease again = cache.acquire(BASE, PAGE, LOCAL_READ)) {
+                assertEquals(BASE, again.registration().address());
+            }
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aQuarantinedRegionCountsAgainstTheBudgetAndExactlyOneIdleRegionMakesRoom() {
+        for (Budget budget : new Budget[] {new Budget(Long.MAX_VALUE, 3), Budget.ofBytes(3 * PAGE)}) {
+            io.mrcache.core.testing.RecordingRegistrar registrar = new io.mrcache.core.testing.RecordingRegistrar();
+            try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(budget)
+                    .deregistrationRetry(DeregistrationRetry.MANUAL).build()) {
+                cache.acquire(BASE, PAGE, LOCAL_READ).close();
+                registrar.deregisterFailures(r -> r.address() == BASE ? new RegistrationException("EBUSY", 16) : null);
+                cache.invalidate(BASE, PAGE);
+                assertEquals(1, cache.quarantined().size(), "its keys are live: it stays pinned and counted");
+                cache.acquire(BASE + 2 * PAGE, PAGE, LOCAL_READ).close();
+                cache.acquire(BASE + 4 * PAGE, PAGE, LOCAL_READ).close();
+                try (Lease held = cache.acquire(BASE + 6 * PAGE, PAGE, LOCAL_READ)) { // 4 pinned, 2 of them idle
+                    assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS), budget + ": one over, one evicted");
+                    assertEquals(2, cache.regionCount());
+                }
+                registrar.deregisterFailures(r -> null);
+                assertEquals(0, cache.retryQuarantined());
+            }
+            registrar.assertBalanced();
+        }
+    }
+
+    @Test
     void evictIdleEvictsOnlyIdleRegions() {
         try (RegistrationCache cache = cache()) {
             Lease held = cache.acquire(BASE, PAGE, LOCAL_READ);
