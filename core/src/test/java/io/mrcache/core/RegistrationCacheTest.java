@@ -85,6 +85,7 @@ class RegistrationCacheTest extends CacheTestSupport {
                 joiners.add(pool.submit(() -> cache.acquire(BASE + 4 * KB, 4 * KB, LOCAL_WRITE)));
             }
             waitFor(() -> cache.metrics().get(CacheCounter.SINGLE_FLIGHT_JOINS) == 3);
+            assertEquals(1, cache.inFlightCount(), "one registration in flight, three joined to it");
             proceed.countDown();
             Lease lease = first.get(5, TimeUnit.SECONDS);
             for (Future<Lease> f : joiners) {
@@ -95,6 +96,9 @@ class RegistrationCacheTest extends CacheTestSupport {
             lease.close();
             assertEquals(1, registrar.registerCount());
             assertEquals(0, cache.metrics().get(CacheCounter.HITS), "a joiner's lease comes from the join, not a hit");
+            assertEquals(0, cache.inFlightCount());
+            cache.invalidateAndWait(BASE, 64 * KB);
+            assertEquals(1, cache.metrics().get(CacheCounter.DEREGISTRATIONS), "the deregistration is counted");
             assertEquals(1, cache.metrics().get(CacheCounter.MISSES));
         }
         registrar.assertBalanced();
