@@ -20,25 +20,15 @@ class FlightRecorderEventsTest {
 
     @Test
     void registrationInvalidationAndEvictionAreRecorded() throws Exception {
-        RecordingRegistrar registrar = new RecordingRegistrar();
-        Path file = Files.createTempFile("mrcache", ".jfr");
-        try (Recording recording = new Recording()) {
-            recording.enable("io.mrcache.Registration").withoutThreshold();
-            recording.enable("io.mrcache.Invalidation").withoutThreshold();
-            recording.enable("io.mrcache.Eviction").withoutThreshold();
-            recording.start();
-            try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 1))
-                    .build()) {
+        List<RecordedEvent> events = record(() -> {
+            try (RegistrationCache cache = RegistrationCache.builder(new RecordingRegistrar())
+                    .budget(new Budget(Long.MAX_VALUE, 1)).build()) {
                 cache.acquire(0x10000, 4096, Access.LOCAL_READ).close();
                 cache.acquire(0x20000, 4096, Access.LOCAL_READ).close(); // evicts one of the two
                 cache.invalidateAndWait(0x10000, 0x20000);
                 cache.invalidate(0x90000, 10); // the empty fast path records nothing
             }
-            recording.stop();
-            recording.dump(file);
-        }
-        List<RecordedEvent> events = RecordingFile.readAllEvents(file);
-        Files.delete(file);
+        });
         long registrations = events.stream().filter(e -> e.getEventType().getName().equals("io.mrcache.Registration"))
                 .peek(e -> assertEquals("published", e.getString("outcome"))).count();
         long invalidations = events.stream().filter(e -> e.getEventType().getName().equals("io.mrcache.Invalidation"))
@@ -55,10 +45,7 @@ class FlightRecorderEventsTest {
     @Test
     void registrationsThatFailOrAreDiscardedAreRecordedWithTheirOutcome() throws Exception {
         RecordingRegistrar registrar = new RecordingRegistrar();
-        Path file = Files.createTempFile("mrcache", ".jfr");
-        try (Recording recording = new Recording()) {
-            recording.enable("io.mrcache.Registration").withoutThreshold();
-            recording.start();
+        List<RecordedEvent> events = record(() -> {
             try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
                 registrar.failures((a, l, x) -> a == 0x40000 ? RegistrationException.EFAULT : 0);
                 assertThrows(RegistrationException.class, () -> cache.acquire(0x40000, 4096, Access.LOCAL_READ));
@@ -70,14 +57,29 @@ class FlightRecorderEventsTest {
                 });
                 cache.acquire(0x50000, 4096, Access.LOCAL_READ).close(); // discarded, then registered again
             }
-            recording.stop();
-            recording.dump(file);
-        }
-        List<RecordedEvent> events = RecordingFile.readAllEvents(file);
-        Files.delete(file);
+        });
         Map<String, Long> byOutcome = events.stream()
                 .filter(e -> e.getEventType().getName().equals("io.mrcache.Registration"))
                 .collect(Collectors.groupingBy(e -> e.getString("outcome"), Collectors.counting()));
         assertEquals(Map.of("failed", 1L, "discarded", 1L, "published", 1L), byOutcome);
+    }
+
+    /** The cache's events while {@code work} runs, every one recorded (no threshold). */
+    private static List<RecordedEvent> record(Runnable work) throws Exception {
+        Path file = Files.createTempFile("mrcache", ".jfr");
+        try (Recording recording = new Recording()) {
+            for (String event : List.of("io.mrcache.Registration", "io.mrcache.Invalidation", "io.mrcache.Eviction")) {
+                recording.enable(event).withoutThreshold();
+            }
+            recording.start();
+            work.run();
+            recording.stop();
+            recording.dump(file);
+        }
+        try {
+            return RecordingFile.readAllEvents(file);
+        } finally {
+            Files.delete(file);
+        }
     }
 }

@@ -374,10 +374,20 @@ class RegistrationCacheTest extends CacheTestSupport {
 
     @Test
     void frequentlyUsedRegionsSurviveScansThatDefeatLru() {
-        // 4 hot buffers, each reused every 12 steps, among one-off buffers. Between two uses of a hot buffer
-        // 15 distinct buffers are touched, more than the 8 cached: LRU would miss every hot reuse.
-        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 8))
-                .build()) {
+        assertHotRegionsSurviveScans(new Budget(Long.MAX_VALUE, 8));
+    }
+
+    @Test
+    void underAByteBudgetTooFrequentlyUsedRegionsSurviveScans() {
+        assertHotRegionsSurviveScans(Budget.ofBytes(8 * PAGE)); // 8 pages of single-page regions
+    }
+
+    /**
+     * 4 hot buffers, each reused every 12 steps, among one-off buffers. Between two uses of a hot buffer 15
+     * distinct buffers are touched, more than the 8 cached: LRU would miss every hot reuse.
+     */
+    private void assertHotRegionsSurviveScans(Budget budget) {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(budget).build()) {
             int hotHits = 0;
             int hotUses = 0;
             for (int step = 0; step < 600; step++) {
@@ -391,32 +401,9 @@ class RegistrationCacheTest extends CacheTestSupport {
                         hotHits += (int) (cache.metrics().get(CacheCounter.HITS) - hitsBefore);
                     }
                 }
-                assertTrue(cache.regionCount() <= 8);
+                assertTrue(cache.regionCount() <= 8 && cache.pinnedBytes() <= 8 * PAGE);
             }
-            assertTrue(hotHits >= 0.9 * hotUses, "hot hits " + hotHits + " of " + hotUses);
-        }
-        registrar.assertBalanced();
-    }
-
-    @Test
-    void underAByteBudgetTooFrequentlyUsedRegionsSurviveScans() {
-        // as above, with the budget in bytes: 8 pages of single-page regions
-        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(Budget.ofBytes(8 * PAGE)).build()) {
-            int hotHits = 0;
-            int hotUses = 0;
-            for (int step = 0; step < 600; step++) {
-                cache.acquire(BASE + (100 + step) * 2 * PAGE, PAGE, LOCAL_READ).close();
-                if (step % 3 == 0) {
-                    long hitsBefore = cache.metrics().get(CacheCounter.HITS);
-                    cache.acquire(BASE + (step / 3 % 4) * 2 * PAGE, PAGE, LOCAL_READ).close();
-                    if (step >= 300) {
-                        hotUses++;
-                        hotHits += (int) (cache.metrics().get(CacheCounter.HITS) - hitsBefore);
-                    }
-                }
-                assertTrue(cache.pinnedBytes() <= 8 * PAGE);
-            }
-            assertTrue(hotHits >= 0.9 * hotUses, "hot hits " + hotHits + " of " + hotUses);
+            assertTrue(hotHits >= 0.9 * hotUses, budget + ": hot hits " + hotHits + " of " + hotUses);
         }
         registrar.assertBalanced();
     }
