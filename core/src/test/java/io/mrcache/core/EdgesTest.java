@@ -459,10 +459,15 @@ class EdgesTest extends CacheTestSupport {
             Lease b = cache.acquire(BASE + 4 * PAGE, PAGE, LOCAL_WRITE); // over the budget of one: a is leased
             assertTrue(cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN) >= 1
                     || cache.metrics().get(CacheCounter.BUDGET_OVERRUNS) >= 1, cache.metrics().format());
+            assertTrue(cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN) >= 1, "the policy's choice was leased");
             assertEquals(2, cache.regionCount(), "leased regions are never evicted");
-            a.close();
             b.close();
+            a.close();
             assertEquals(1, cache.regionCount(), "back within the budget once idle");
+            assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS));
+            try (Lease again = cache.acquire(BASE, PAGE, LOCAL_WRITE)) {
+                assertEquals(BASE, again.registration().address());
+            }
         }
         registrar.assertBalanced();
     }
