@@ -89,6 +89,9 @@ final class SoakCommand implements Callable<Integer> {
                     r.coverage().getOrDefault(AddressReuseInjector.SLOWED, 0L),
                     r.coverage().getOrDefault(AddressReuseInjector.REGISTRATIONS, 0L));
         }
+        System.out.printf("acquires served from the cache (hits): %,d; registrations made: %,d%n",
+                r.coverage().getOrDefault(AddressReuseInjector.HITS, 0L),
+                r.coverage().getOrDefault(AddressReuseInjector.REGISTRATIONS, 0L));
         if (!r.safe()) {
             System.out.printf("FAILED after %,d lifecycles. Replay: ./mrcache soak --threads 1 --seed %d --lifecycles"
                     + " %d --faults %s --pinning %s --slow-every %d%n", r.operations(), runSeed, lifecycles, faults, pinning,

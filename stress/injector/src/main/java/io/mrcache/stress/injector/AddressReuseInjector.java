@@ -77,6 +77,8 @@ public final class AddressReuseInjector {
     /** Not a hazard: how many registrations {@link Fault#SLOW_REGISTRATION} slowed, of {@link #REGISTRATIONS}. */
     public static final String SLOWED = "registrations slowed by 20 us";
     public static final String REGISTRATIONS = "registrations";
+    /** Not a hazard: acquires the cache served from a cached region (printed by the soak). */
+    public static final String HITS = "hits";
     /** Every coverage name, in print order. */
     public static final List<String> COVERAGE = List.of(DOOMED, JOINS, MERGES, UPGRADES, DEFERRED, EVICTIONS,
             WITHDRAWN, DEREG_FAILURES, WAITED, SPANS, UNMAPS, REMAPS, CLOSE_DOOMED);

@@ -86,6 +86,7 @@ public final class MrcacheUnderTest implements CacheUnderTest {
         MetricsSnapshot m = cache.metrics();
         Map<String, Long> out = new LinkedHashMap<>();
         COVERAGE.forEach((label, counter) -> out.put(label, m.get(counter)));
+        out.put(AddressReuseInjector.HITS, m.get(CacheCounter.HITS));
         if (guard != null) {
             out.put(AddressReuseInjector.PFN_CAUGHT, guard.remapsCaught());
         }
