@@ -68,6 +68,12 @@ final class EvictionPolicy {
         }
     }
 
+    /** Regions the policy holds now (tests check that regions leaving the index leave the policy too). */
+    long sizeForTest() {
+        policy.cleanUp();
+        return policy.estimatedSize();
+    }
+
     /** A region left the index (invalidated, superseded, closed). */
     void unlinked(Region r) {
         if (bounded) {

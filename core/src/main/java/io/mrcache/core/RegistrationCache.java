@@ -776,6 +776,11 @@ public final class RegistrationCache implements AutoCloseable {
         return pendingCount;
     }
 
+    /** Regions the eviction policy holds (tests check that every region leaving the index leaves it). */
+    long policySizeForTest() {
+        return eviction.sizeForTest();
+    }
+
     /** Regions retired and not yet deregistered (tests check it drains to zero). */
     int retiringCount() {
         lock.lock();

@@ -357,6 +357,32 @@ class EdgesTest extends CacheTestSupport {
     }
 
     @Test
+    void regionsLeavingTheIndexLeaveTheEvictionPolicy() {
+        // one left behind would count against the policy's maximum and crowd out a live region
+        RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 16)).build();
+        cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+        cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE).close();
+        assertEquals(2, cache.policySizeForTest());
+        cache.invalidateAndWait(BASE + 8 * PAGE, PAGE);
+        assertEquals(1, cache.policySizeForTest(), "the invalidated region left");
+        cache.acquire(BASE + PAGE / 2, PAGE, LOCAL_WRITE).close(); // overlapping: one merged region supersedes it
+        assertEquals(1, cache.metrics().get(CacheCounter.MERGES));
+        assertEquals(1, cache.policySizeForTest(), "the superseded region left");
+        cache.close();
+        assertEquals(0, cache.policySizeForTest(), "close took the rest");
+    }
+
+    @Test
+    void countingTheRetiringRegionsLeavesTheLockFree() throws Exception {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
+            assertEquals(0, cache.retiringCount());
+            // another thread's miss needs the lock: it would wait forever if the count had kept it
+            CompletableFuture.runAsync(() -> cache.acquire(BASE, PAGE, LOCAL_WRITE).close())
+                    .get(10, java.util.concurrent.TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
     void aClosedCacheNamesTheRequestItRefuses() {
         RegistrationCache cache = RegistrationCache.builder(registrar).build();
         cache.close();

@@ -45,8 +45,17 @@ class FlightRecorderEventsTest {
     @Test
     void registrationsThatFailOrAreDiscardedAreRecordedWithTheirOutcome() throws Exception {
         RecordingRegistrar registrar = new RecordingRegistrar();
+        Registrar short1 = new ForwardingRegistrar(registrar) { // a result that does not cover 0x60000's request
+            @Override
+            public Registration register(long address, long length, int access) {
+                Registration r = super.register(address, length, access);
+                return address != 0x60000 ? r : new Registration(r.address(), 8, r.access(), r.lkey(), r.rkey(),
+                        r.protectionDomain(), r.handle());
+            }
+        };
         List<RecordedEvent> events = record(() -> {
-            try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
+            try (RegistrationCache cache = RegistrationCache.builder(short1).build()) {
+                assertThrows(IllegalStateException.class, () -> cache.acquire(0x60000, 4096, Access.LOCAL_READ));
                 registrar.failures((a, l, x) -> a == 0x40000 ? RegistrationException.EFAULT : 0);
                 assertThrows(RegistrationException.class, () -> cache.acquire(0x40000, 4096, Access.LOCAL_READ));
                 AtomicBoolean once = new AtomicBoolean();
@@ -61,7 +70,7 @@ class FlightRecorderEventsTest {
         Map<String, Long> byOutcome = events.stream()
                 .filter(e -> e.getEventType().getName().equals("io.mrcache.Registration"))
                 .collect(Collectors.groupingBy(e -> e.getString("outcome"), Collectors.counting()));
-        assertEquals(Map.of("failed", 1L, "discarded", 1L, "published", 1L), byOutcome);
+        assertEquals(Map.of("failed", 2L, "discarded", 1L, "published", 1L), byOutcome);
     }
 
     /** The cache's events while {@code work} runs, every one recorded (no threshold). */
