@@ -211,6 +211,10 @@ final class Region {
 
     /** The region was retired or is being evicted: undo the add; whether the caller must deregister. */
     private int backOff(int slot, long delta) {
+        RaceWindows windows = raceWindowsForTest;
+        if (windows != null) {
+            windows.beforeBackOff(this);
+        }
         add(slot, -delta); // this lease was never used
         return ((long) STATE.getVolatile(this) & RETIRED) != 0 && claimDeregistrationIfUnleased()
                 ? NOT_RETAINED_MUST_DEREGISTER : NOT_RETAINED;
@@ -285,6 +289,10 @@ final class Region {
      * region that is still linked in the index, where the evictor is the one that unlinks it.
      */
     boolean tryRetireIdle() {
+        RaceWindows windows = raceWindowsForTest;
+        if (windows != null) {
+            windows.beforeMark(this);
+        }
         long s = (long) STATE.getVolatile(this);
         if ((s & (RETIRED | EVICTING)) != 0 || !STATE.compareAndSet(this, s, s | EVICTING)) {
             return false;
@@ -292,6 +300,9 @@ final class Region {
         if (sumLeases() != 0) { // leased after all: give up, and let acquirers in again
             STATE.getAndBitwiseAnd(this, ~EVICTING);
             return false;
+        }
+        if (windows != null) {
+            windows.afterSum(this);
         }
         do {
             s = (long) STATE.getVolatile(this);
@@ -353,6 +364,36 @@ final class Region {
         HARVESTED.getAndAdd(this, HARVEST_AT);
     }
 
+    /**
+     * Test seam: windows where another thread's acquire, release or invalidation can come in, which the race
+     * tests cannot pin down (jcstress did not reach the evictor's window between its sum and its claim); tests
+     * set {@link #raceWindowsForTest} to run that other thread's step there. Null in use: one static read per
+     * eviction attempt, per re-entry into the policy, per back-off and per join, none on the hit path.
+     */
+    interface RaceWindows {
+        /** The evictor picked the region (idle then) and has not marked it yet. */
+        default void beforeMark(Region r) {
+        }
+
+        /** The evictor marked the region and its sum found no lease; it has not retired or claimed it yet. */
+        default void afterSum(Region r) {
+        }
+
+        /** A release left a region the policy had dropped while leased idle; it is not back in the policy yet. */
+        default void beforeReentry(Region r) {
+        }
+
+        /** An acquire's lease met a retired or evicting region; the acquire has not taken the lease back yet. */
+        default void beforeBackOff(Region r) {
+        }
+
+        /** A joiner's wait for another thread's registration returned this region; it has not taken a lease yet. */
+        default void beforeJoinerLease(Region r) {
+        }
+    }
+
+    static @Nullable RaceWindows raceWindowsForTest;
+
     /** Test seam: sets the hit half of {@code slot}'s word (making the cells if it is one of them). */
     void seedHitsForTest(int slot, long hits) {
         if (slot != BASE_SLOT) {
@@ -370,6 +411,11 @@ final class Region {
     /** Test seam: marks the region as an evictor does before it sums the leases ({@link #tryRetireIdle}). */
     void beginEvictionForTest() {
         STATE.getAndBitwiseOr(this, EVICTING);
+    }
+
+    /** Test seam: the evictor gives up, as {@link #tryRetireIdle} does when its sum finds a lease. */
+    void endEvictionForTest() {
+        STATE.getAndBitwiseAnd(this, ~EVICTING);
     }
 
     /** Test seam: the hit half of {@code slot}'s word as it is now (harvesting keeps it below HARVEST_AT). */

@@ -262,7 +262,6 @@ public final class RegistrationCache implements AutoCloseable {
             eviction.drainEvicted();
             PendingRegistration p;
             CompletableFuture<Region> joined = null;
-            Region backedOff = null;
             lock.lock();
             try {
                 if (closed) {
@@ -270,13 +269,15 @@ public final class RegistrationCache implements AutoCloseable {
                             + (end - address) + ") on a closed RegistrationCache: close() was called; build a new"
                             + " cache");
                 }
+                // Under the lock a region in the index is live, being evicted, or evicted (RETIRED and CLAIMED at
+                // once): retirement by an invalidation, a merge or close unlinks in the same hold of the lock. So a
+                // back-off here never wins a deregistration, unlike one on the lock-free paths (retainHit).
                 Region hit = index.findServing(address, end, access, widenRemote);
-                int retained = hit == null ? Region.NOT_RETAINED : hit.tryRetainHit(stripe);
-                if (hit != null && retained >= 0) {
-                    return new Retained(hit, retained);
-                }
-                if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) { // raced a retirement that left it to us
-                    backedOff = hit;
+                if (hit != null) {
+                    int retained = hit.tryRetainHit(stripe);
+                    if (retained >= 0) {
+                        return new Retained(hit, retained);
+                    }
                 }
                 p = findPending(address, end, access);
                 if (p != null) {
@@ -289,9 +290,6 @@ public final class RegistrationCache implements AutoCloseable {
                 }
             } finally {
                 lock.unlock();
-            }
-            if (backedOff != null) {
-                deferredDeregister(backedOff); // outside the lock, like every registrar call
             }
             Retained r;
             if (joined == null) { // this thread owns the registration
@@ -313,6 +311,10 @@ public final class RegistrationCache implements AutoCloseable {
         Region r = PendingRegistration.await(outcome); // rethrows the owner's failure itself
         if (r == null || !r.serves(address, end, access, widenRemote)) {
             return null; // discarded, or the owner fell back to a range or rights that do not cover ours
+        }
+        Region.RaceWindows windows = Region.raceWindowsForTest;
+        if (windows != null) {
+            windows.beforeJoinerLease(r);
         }
         int retained = r.tryRetain(stripe);
         if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) {
@@ -774,6 +776,11 @@ public final class RegistrationCache implements AutoCloseable {
     /** Registrations in flight now (tests check that a failure never leaves one behind). */
     int inFlightCount() {
         return pendingCount;
+    }
+
+    /** The published regions, in address order (tests reach a region's state through it). */
+    List<Region> regionsForTest() {
+        return index.all();
     }
 
     /** Regions the eviction policy holds (tests check that every region leaving the index leaves it). */

@@ -137,4 +137,39 @@ class RegionStateTest {
             assertEquals(0, cache.retiringCount());
         }
     }
+
+    /** Runs {@code step} as another thread's, in the evictor's window after its sum and before its claim. */
+    private static boolean retireIdleWithAfterSum(Region r, java.util.function.Consumer<Region> step) {
+        Region.raceWindowsForTest = new Region.RaceWindows() {
+            @Override
+            public void afterSum(Region x) {
+                step.accept(x);
+            }
+        };
+        try {
+            return r.tryRetireIdle();
+        } finally {
+            Region.raceWindowsForTest = null;
+        }
+    }
+
+    @Test
+    void anAcquireBetweenTheEvictorsSumAndItsClaimBacksOff() {
+        Region r = new Region(REG, 4096, 0);
+        int[] slot = {0};
+        // the evictor's mark keeps it out; without the mark it would hold a lease on a region the evictor then
+        // retires and deregisters (H5)
+        assertTrue(retireIdleWithAfterSum(r, x -> slot[0] = x.tryRetain(0)));
+        assertEquals(Region.NOT_RETAINED, slot[0], "the acquire backed off");
+        assertFalse(r.retire(), "the evictor holds the one claim");
+    }
+
+    @Test
+    void anInvalidationBetweenTheEvictorsSumAndItsClaimTakesTheDeregistrationAlone() {
+        Region r = new Region(REG, 4096, 0);
+        boolean[] invalidationClaimed = {false};
+        assertFalse(retireIdleWithAfterSum(r, x -> invalidationClaimed[0] = x.retire()),
+                "the invalidation retired it first: the evictor leaves it to the invalidation");
+        assertTrue(invalidationClaimed[0], "the invalidation found it idle and deregisters it: one claim");
+    }
 }

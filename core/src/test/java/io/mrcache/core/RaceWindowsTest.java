@@ -1,0 +1,221 @@
+package io.mrcache.core;
+
+import static io.mrcache.core.Access.LOCAL_WRITE;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Another thread's step run inside a window of this one, through {@link Region#raceWindowsForTest}: the
+ * interleavings the race tests reach only by chance (a victim leased or invalidated after the policy picked it;
+ * a region retired before it re-enters the policy; the last lease released while an acquire backs off).
+ */
+class RaceWindowsTest extends CacheTestSupport {
+    static final long QUARANTINED = BASE + 16 * PAGE;
+
+    /**
+     * A budget of 2 regions, one taken by a quarantined registration (it still counts) and one by an idle
+     * region at BASE; then a miss at BASE + 8 pages makes room, and {@code step} runs just before the evictor
+     * marks the region at BASE.
+     */
+    private RegistrationCache missWhileTheVictimIs(Consumer<RegistrationCache> step) {
+        RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 2))
+                .deregistrationRetry(DeregistrationRetry.MANUAL).build();
+        registrar.deregisterFailures(r -> r.address() == QUARANTINED ? new RegistrationException("EBUSY", 16) : null);
+        cache.acquire(QUARANTINED, PAGE, LOCAL_WRITE).close();
+        cache.invalidate(QUARANTINED, PAGE); // fails: quarantined, counted against the budget
+        registrar.deregisterFailures(r -> null);
+        cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+        Region.raceWindowsForTest = new Region.RaceWindows() {
+            @Override
+            public void beforeMark(Region r) {
+                if (r.start == BASE) {
+                    step.accept(cache);
+                }
+            }
+        };
+        try {
+            cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE).close();
+        } finally {
+            Region.raceWindowsForTest = null;
+        }
+        return cache;
+    }
+
+    @Test
+    void aVictimLeasedAfterThePolicyPickedItIsWithdrawnNotEvicted() {
+        Lease[] taken = new Lease[1];
+        RegistrationCache cache = missWhileTheVictimIs(c -> taken[0] = c.acquire(BASE, PAGE, LOCAL_WRITE));
+        assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN), "counted as withdrawn");
+        assertTrue(registrar.isLive(taken[0].registration()), "the lease kept its registration");
+        // the budget still had to be met: the miss's own region went once it was released
+        assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS));
+        assertEquals(1, cache.metrics().get(CacheCounter.BUDGET_OVERRUNS), "over while every other one was leased");
+        taken[0].close();
+        cache.close();
+    }
+
+    @Test
+    void aVictimInvalidatedAfterThePolicyPickedItIsNotCountedAsWithdrawn() {
+        RegistrationCache cache = missWhileTheVictimIs(c -> c.invalidate(BASE, PAGE));
+        assertEquals(0, cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN), "gone, not withdrawn");
+        assertEquals(0, cache.metrics().get(CacheCounter.EVICTIONS));
+        assertEquals(2, cache.metrics().get(CacheCounter.INVALIDATED_REGIONS), "the quarantined one, then the victim");
+        cache.close();
+    }
+
+    @Test
+    void aRegionInvalidatedBeforeItReentersThePolicyLeavesItAgain() {
+        RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 1)).build();
+        Lease a = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        Lease b = cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE); // over budget: the policy drops a leased one
+        assertTrue(cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN) > 0);
+        Region.raceWindowsForTest = new Region.RaceWindows() {
+            @Override
+            public void beforeReentry(Region r) {
+                cache.invalidate(r.start, PAGE); // its free, between its release and its return to the policy
+            }
+        };
+        try {
+            a.close();
+            b.close();
+        } finally {
+            Region.raceWindowsForTest = null;
+        }
+        assertEquals(cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN),
+                cache.metrics().get(CacheCounter.INVALIDATED_REGIONS), "each dropped region was freed on its way back");
+        assertEquals(cache.regionCount(), cache.policySizeForTest(), "the policy holds the published regions only");
+        cache.close();
+    }
+
+    @Test
+    void anAcquireBackingOffFromARetiredRegionAfterItsLastHolderLeftDeregistersIt() {
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        Lease held = cache.acquire(BASE, PAGE, LOCAL_WRITE); // the front table remembers its region
+        CompletableFuture<Void> freed = cache.invalidate(BASE, PAGE).toCompletableFuture();
+        assertFalse(freed.isDone(), "retired; the held lease defers its deregistration");
+        // the lock-free acquire below finds the retired region in the front table, counts its lease, sees RETIRED;
+        // before it takes the lease back, the holder releases: not the last (the acquire's lease still counts),
+        // so the acquire's back-off is, and must deregister
+        Region.raceWindowsForTest = new Region.RaceWindows() {
+            @Override
+            public void beforeBackOff(Region r) {
+                held.close();
+            }
+        };
+        Lease again;
+        try {
+            again = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        } finally {
+            Region.raceWindowsForTest = null;
+        }
+        assertFalse(registrar.isLive(held.registration()), "the back-off deregistered the retired registration");
+        assertTrue(freed.isDone() && !freed.isCompletedExceptionally(), "and the free's stage completed");
+        assertTrue(registrar.isLive(again.registration()), "the acquire registered anew");
+        assertEquals(1, cache.metrics().get(CacheCounter.DEFERRED_DEREGISTRATIONS));
+        again.close();
+        cache.close();
+    }
+
+    /** The cache's one region at BASE, marked as an evictor does before its sum; {@code acquire} runs then. */
+    private void acquireWhileAnEvictorHasMarkedTheRegion(RegistrationCache cache, Consumer<Region> eachBackOff) {
+        cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+        Region marked = cache.regionsForTest().get(0);
+        marked.beginEvictionForTest();
+        Region.raceWindowsForTest = new Region.RaceWindows() {
+            @Override
+            public void beforeBackOff(Region r) {
+                eachBackOff.accept(r);
+            }
+        };
+    }
+
+    @Test
+    void anAcquireWhoseLockFreeTriesMetAnEvictionThatThenGaveUpHitsUnderTheLock() {
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        int[] backOffs = {0};
+        acquireWhileAnEvictorHasMarkedTheRegion(cache, r -> {
+            if (++backOffs[0] == 2) { // the front table's try, then the index's: the evictor's sum saw this lease
+                r.endEvictionForTest();
+            }
+        });
+        Lease l;
+        try {
+            l = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        } finally {
+            Region.raceWindowsForTest = null;
+        }
+        assertEquals(2, backOffs[0]);
+        assertEquals(1, registrar.registerCount(), "served by the region, found again under the lock");
+        assertEquals(1, cache.metrics().get(CacheCounter.HITS));
+        l.close();
+        cache.close();
+    }
+
+    @Test
+    void anAcquireThatMeetsAnEvictionOnEveryTryRegistersAnew() {
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        int[] backOffs = {0};
+        acquireWhileAnEvictorHasMarkedTheRegion(cache, r -> backOffs[0]++);
+        Lease l;
+        try {
+            l = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        } finally {
+            Region.raceWindowsForTest = null;
+        }
+        assertEquals(2, backOffs[0], "front table, index; under the lock the lookup passes a region being evicted");
+        assertEquals(2, registrar.registerCount());
+        assertTrue(registrar.isLive(l.registration()));
+        l.close();
+        cache.close();
+    }
+
+    @Test
+    void aJoinerBackingOffFromARegionFreedRightAfterItsPublicationDeregistersItWhenLast() throws Exception {
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch proceed = new CountDownLatch(1);
+        holdFirstRegister(entered, proceed);
+        Future<Lease> owner = pool.submit(() -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
+        await(entered);
+        Future<Lease> joiner = pool.submit(() -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
+        waitFor(() -> cache.metrics().get(CacheCounter.SINGLE_FLIGHT_JOINS) == 1);
+        CompletableFuture<CompletableFuture<Void>> freed = new CompletableFuture<>();
+        Region.raceWindowsForTest = new Region.RaceWindows() {
+            @Override
+            public void beforeJoinerLease(Region r) { // the range is freed while the owner still holds its lease
+                freed.complete(cache.invalidate(BASE, PAGE).toCompletableFuture());
+            }
+
+            @Override
+            public void beforeBackOff(Region r) { // the owner releases while the joiner's lease still counts
+                try {
+                    owner.get(10, TimeUnit.SECONDS).close();
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+            }
+        };
+        Lease joined;
+        try {
+            proceed.countDown();
+            joined = joiner.get(10, TimeUnit.SECONDS);
+        } finally {
+            Region.raceWindowsForTest = null;
+        }
+        Registration first = owner.get().registration();
+        assertFalse(registrar.isLive(first), "the joiner's back-off was the last lease: it deregistered");
+        assertTrue(freed.get().isDone() && !freed.get().isCompletedExceptionally(), "the free's stage completed");
+        assertTrue(registrar.isLive(joined.registration()) && joined.registration() != first, "joined, then anew");
+        joined.close();
+        cache.close();
+    }
+}
