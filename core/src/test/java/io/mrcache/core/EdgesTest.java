@@ -382,6 +382,35 @@ class EdgesTest extends CacheTestSupport {
         }
     }
 
+    /** Runs {@code work} with the calling thread's leases counted in {@code cell}. */
+    static <T> T onCell(int cell, java.util.concurrent.Callable<T> work) throws Exception {
+        long id = Thread.currentThread().threadId();
+        while (LeaseStripes.of(id) != cell) {
+            LeaseStripes.contended(id); // moves the thread to the next cell
+        }
+        return work.call();
+    }
+
+    @Test
+    void aJoinerWhoseLeaseLandsInCellZeroKeepsIt() throws Exception {
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch proceed = new java.util.concurrent.CountDownLatch(1);
+        holdFirstRegister(entered, proceed);
+        var owner = pool.submit(() -> onCell(1, () -> cache.acquire(BASE, PAGE, LOCAL_WRITE)));
+        await(entered);
+        var joiner = pool.submit(() -> onCell(0, () -> cache.acquire(BASE, PAGE, LOCAL_WRITE)));
+        waitFor(() -> cache.metrics().get(CacheCounter.SINGLE_FLIGHT_JOINS) == 1);
+        proceed.countDown();
+        Lease joined = joiner.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        Lease first = owner.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertSame(first.registration(), joined.registration());
+        assertEquals(0, cache.metrics().get(CacheCounter.HITS), "the joiner's lease in cell 0 counted once");
+        joined.close();
+        first.close();
+        cache.close(java.time.Duration.ofSeconds(5)); // a lease taken in cell 0 and then dropped would hold close
+    }
+
     @Test
     void aClosedCacheNamesTheRequestItRefuses() {
         RegistrationCache cache = RegistrationCache.builder(registrar).build();
