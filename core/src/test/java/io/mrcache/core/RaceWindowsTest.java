@@ -21,12 +21,27 @@ import org.junit.jupiter.api.Test;
 class RaceWindowsTest extends CacheTestSupport {
     static final long QUARANTINED = BASE + 16 * PAGE;
 
+    /** What a test runs with windows installed. */
+    interface Action<T> {
+        T run() throws Exception;
+    }
+
+    /** Runs {@code action} with {@code windows} installed, and takes them out again whatever happens. */
+    static <T> T within(Region.RaceWindows windows, Action<T> action) throws Exception {
+        Region.raceWindowsForTest = windows;
+        try {
+            return action.run();
+        } finally {
+            Region.raceWindowsForTest = null;
+        }
+    }
+
     /**
      * A budget of 2 regions, one taken by a quarantined registration (it still counts) and one by an idle
      * region at BASE; then a miss at BASE + 8 pages makes room, and {@code step} runs just before the evictor
      * marks the region at BASE.
      */
-    private RegistrationCache missWhileTheVictimIs(Consumer<RegistrationCache> step) {
+    private RegistrationCache missWhileTheVictimIs(Consumer<RegistrationCache> step) throws Exception {
         RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 2))
                 .deregistrationRetry(DeregistrationRetry.MANUAL).build();
         registrar.deregisterFailures(r -> r.address() == QUARANTINED ? new RegistrationException("EBUSY", 16) : null);
@@ -34,24 +49,22 @@ class RaceWindowsTest extends CacheTestSupport {
         cache.invalidate(QUARANTINED, PAGE); // fails: quarantined, counted against the budget
         registrar.deregisterFailures(r -> null);
         cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
-        Region.raceWindowsForTest = new Region.RaceWindows() {
+        within(new Region.RaceWindows() {
             @Override
             public void beforeMark(Region r) {
                 if (r.start == BASE) {
                     step.accept(cache);
                 }
             }
-        };
-        try {
+        }, () -> {
             cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE).close();
-        } finally {
-            Region.raceWindowsForTest = null;
-        }
+            return null;
+        });
         return cache;
     }
 
     @Test
-    void aVictimLeasedAfterThePolicyPickedItIsWithdrawnNotEvicted() {
+    void aVictimLeasedAfterThePolicyPickedItIsWithdrawnNotEvicted() throws Exception {
         Lease[] taken = new Lease[1];
         RegistrationCache cache = missWhileTheVictimIs(c -> taken[0] = c.acquire(BASE, PAGE, LOCAL_WRITE));
         assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN), "counted as withdrawn");
@@ -64,7 +77,7 @@ class RaceWindowsTest extends CacheTestSupport {
     }
 
     @Test
-    void aVictimInvalidatedAfterThePolicyPickedItIsNotCountedAsWithdrawn() {
+    void aVictimInvalidatedAfterThePolicyPickedItIsNotCountedAsWithdrawn() throws Exception {
         RegistrationCache cache = missWhileTheVictimIs(c -> c.invalidate(BASE, PAGE));
         assertEquals(0, cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN), "gone, not withdrawn");
         assertEquals(0, cache.metrics().get(CacheCounter.EVICTIONS));
@@ -73,23 +86,21 @@ class RaceWindowsTest extends CacheTestSupport {
     }
 
     @Test
-    void aRegionInvalidatedBeforeItReentersThePolicyLeavesItAgain() {
+    void aRegionInvalidatedBeforeItReentersThePolicyLeavesItAgain() throws Exception {
         RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 1)).build();
         Lease a = cache.acquire(BASE, PAGE, LOCAL_WRITE);
         Lease b = cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE); // over budget: the policy drops a leased one
         assertTrue(cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN) > 0);
-        Region.raceWindowsForTest = new Region.RaceWindows() {
+        within(new Region.RaceWindows() {
             @Override
             public void beforeReentry(Region r) {
                 cache.invalidate(r.start, PAGE); // its free, between its release and its return to the policy
             }
-        };
-        try {
+        }, () -> {
             a.close();
             b.close();
-        } finally {
-            Region.raceWindowsForTest = null;
-        }
+            return null;
+        });
         assertEquals(cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN),
                 cache.metrics().get(CacheCounter.INVALIDATED_REGIONS), "each dropped region was freed on its way back");
         assertEquals(cache.regionCount(), cache.policySizeForTest(), "the policy holds the published regions only");
@@ -97,7 +108,7 @@ class RaceWindowsTest extends CacheTestSupport {
     }
 
     @Test
-    void anAcquireBackingOffFromARetiredRegionAfterItsLastHolderLeftDeregistersIt() {
+    void anAcquireBackingOffFromARetiredRegionAfterItsLastHolderLeftDeregistersIt() throws Exception {
         RegistrationCache cache = RegistrationCache.builder(registrar).build();
         Lease held = cache.acquire(BASE, PAGE, LOCAL_WRITE); // the front table remembers its region
         CompletableFuture<Void> freed = cache.invalidate(BASE, PAGE).toCompletableFuture();
@@ -105,18 +116,7 @@ class RaceWindowsTest extends CacheTestSupport {
         // the lock-free acquire below finds the retired region in the front table, counts its lease, sees RETIRED;
         // before it takes the lease back, the holder releases: not the last (the acquire's lease still counts),
         // so the acquire's back-off is, and must deregister
-        Region.raceWindowsForTest = new Region.RaceWindows() {
-            @Override
-            public void beforeBackOff(Region r) {
-                held.close();
-            }
-        };
-        Lease again;
-        try {
-            again = cache.acquire(BASE, PAGE, LOCAL_WRITE);
-        } finally {
-            Region.raceWindowsForTest = null;
-        }
+        Lease again = within(onBackOff(r -> held.close()), () -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
         assertFalse(registrar.isLive(held.registration()), "the back-off deregistered the retired registration");
         assertTrue(freed.isDone() && !freed.isCompletedExceptionally(), "and the free's stage completed");
         assertTrue(registrar.isLive(again.registration()), "the acquire registered anew");
@@ -125,34 +125,32 @@ class RaceWindowsTest extends CacheTestSupport {
         cache.close();
     }
 
-    /** The cache's one region at BASE, marked as an evictor does before its sum; {@code acquire} runs then. */
-    private void acquireWhileAnEvictorHasMarkedTheRegion(RegistrationCache cache, Consumer<Region> eachBackOff) {
-        cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
-        Region marked = cache.regionsForTest().get(0);
-        marked.beginEvictionForTest();
-        Region.raceWindowsForTest = new Region.RaceWindows() {
+    static Region.RaceWindows onBackOff(Consumer<Region> step) {
+        return new Region.RaceWindows() {
             @Override
             public void beforeBackOff(Region r) {
-                eachBackOff.accept(r);
+                step.accept(r);
             }
         };
     }
 
+    /** The cache's one region at BASE, marked as an evictor does before its sum; then an acquire of it. */
+    private Lease acquireWhileAnEvictorHasMarkedTheRegion(RegistrationCache cache, Consumer<Region> eachBackOff)
+            throws Exception {
+        cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+        cache.regionsForTest().get(0).beginEvictionForTest();
+        return within(onBackOff(eachBackOff), () -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
+    }
+
     @Test
-    void anAcquireWhoseLockFreeTriesMetAnEvictionThatThenGaveUpHitsUnderTheLock() {
+    void anAcquireWhoseLockFreeTriesMetAnEvictionThatThenGaveUpHitsUnderTheLock() throws Exception {
         RegistrationCache cache = RegistrationCache.builder(registrar).build();
         int[] backOffs = {0};
-        acquireWhileAnEvictorHasMarkedTheRegion(cache, r -> {
+        Lease l = acquireWhileAnEvictorHasMarkedTheRegion(cache, r -> {
             if (++backOffs[0] == 2) { // the front table's try, then the index's: the evictor's sum saw this lease
                 r.endEvictionForTest();
             }
         });
-        Lease l;
-        try {
-            l = cache.acquire(BASE, PAGE, LOCAL_WRITE);
-        } finally {
-            Region.raceWindowsForTest = null;
-        }
         assertEquals(2, backOffs[0]);
         assertEquals(1, registrar.registerCount(), "served by the region, found again under the lock");
         assertEquals(1, cache.metrics().get(CacheCounter.HITS));
@@ -161,16 +159,10 @@ class RaceWindowsTest extends CacheTestSupport {
     }
 
     @Test
-    void anAcquireThatMeetsAnEvictionOnEveryTryRegistersAnew() {
+    void anAcquireThatMeetsAnEvictionOnEveryTryRegistersAnew() throws Exception {
         RegistrationCache cache = RegistrationCache.builder(registrar).build();
         int[] backOffs = {0};
-        acquireWhileAnEvictorHasMarkedTheRegion(cache, r -> backOffs[0]++);
-        Lease l;
-        try {
-            l = cache.acquire(BASE, PAGE, LOCAL_WRITE);
-        } finally {
-            Region.raceWindowsForTest = null;
-        }
+        Lease l = acquireWhileAnEvictorHasMarkedTheRegion(cache, r -> backOffs[0]++);
         assertEquals(2, backOffs[0], "front table, index; under the lock the lookup passes a region being evicted");
         assertEquals(2, registrar.registerCount());
         assertTrue(registrar.isLive(l.registration()));
@@ -189,7 +181,7 @@ class RaceWindowsTest extends CacheTestSupport {
         Future<Lease> joiner = pool.submit(() -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
         waitFor(() -> cache.metrics().get(CacheCounter.SINGLE_FLIGHT_JOINS) == 1);
         CompletableFuture<CompletableFuture<Void>> freed = new CompletableFuture<>();
-        Region.raceWindowsForTest = new Region.RaceWindows() {
+        Lease joined = within(new Region.RaceWindows() {
             @Override
             public void beforeJoinerLease(Region r) { // the range is freed while the owner still holds its lease
                 freed.complete(cache.invalidate(BASE, PAGE).toCompletableFuture());
@@ -203,14 +195,10 @@ class RaceWindowsTest extends CacheTestSupport {
                     throw new AssertionError(e);
                 }
             }
-        };
-        Lease joined;
-        try {
+        }, () -> {
             proceed.countDown();
-            joined = joiner.get(10, TimeUnit.SECONDS);
-        } finally {
-            Region.raceWindowsForTest = null;
-        }
+            return joiner.get(10, TimeUnit.SECONDS);
+        });
         Registration first = owner.get().registration();
         assertFalse(registrar.isLive(first), "the joiner's back-off was the last lease: it deregistered");
         assertTrue(freed.get().isDone() && !freed.get().isCompletedExceptionally(), "the free's stage completed");

@@ -139,22 +139,18 @@ class RegionStateTest {
     }
 
     /** Runs {@code step} as another thread's, in the evictor's window after its sum and before its claim. */
-    private static boolean retireIdleWithAfterSum(Region r, java.util.function.Consumer<Region> step) {
-        Region.raceWindowsForTest = new Region.RaceWindows() {
+    private static boolean retireIdleWithAfterSum(Region r, java.util.function.Consumer<Region> step)
+            throws Exception {
+        return RaceWindowsTest.within(new Region.RaceWindows() {
             @Override
             public void afterSum(Region x) {
                 step.accept(x);
             }
-        };
-        try {
-            return r.tryRetireIdle();
-        } finally {
-            Region.raceWindowsForTest = null;
-        }
+        }, r::tryRetireIdle);
     }
 
     @Test
-    void anAcquireBetweenTheEvictorsSumAndItsClaimBacksOff() {
+    void anAcquireBetweenTheEvictorsSumAndItsClaimBacksOff() throws Exception {
         Region r = new Region(REG, 4096, 0);
         int[] slot = {0};
         // the evictor's mark keeps it out; without the mark it would hold a lease on a region the evictor then
@@ -165,7 +161,7 @@ class RegionStateTest {
     }
 
     @Test
-    void anInvalidationBetweenTheEvictorsSumAndItsClaimTakesTheDeregistrationAlone() {
+    void anInvalidationBetweenTheEvictorsSumAndItsClaimTakesTheDeregistrationAlone() throws Exception {
         Region r = new Region(REG, 4096, 0);
         boolean[] invalidationClaimed = {false};
         assertFalse(retireIdleWithAfterSum(r, x -> invalidationClaimed[0] = x.retire()),
