@@ -87,10 +87,7 @@ final class EvictionPolicy {
         }
         if (r.droppedByPolicyWhileLeased) { // re-enter now that it is idle
             r.droppedByPolicyWhileLeased = false;
-            Region.RaceWindows windows = Region.raceWindowsForTest;
-            if (windows != null) {
-                windows.beforeReentry(r);
-            }
+            Region.raceWindowsForTest.beforeReentry(r);
             policy.put(r, r);
             if (!r.isLive()) {
                 policy.invalidate(r);

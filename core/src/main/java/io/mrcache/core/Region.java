@@ -211,10 +211,7 @@ final class Region {
 
     /** The region was retired or is being evicted: undo the add; whether the caller must deregister. */
     private int backOff(int slot, long delta) {
-        RaceWindows windows = raceWindowsForTest;
-        if (windows != null) {
-            windows.beforeBackOff(this);
-        }
+        raceWindowsForTest.beforeBackOff(this);
         add(slot, -delta); // this lease was never used
         return ((long) STATE.getVolatile(this) & RETIRED) != 0 && claimDeregistrationIfUnleased()
                 ? NOT_RETAINED_MUST_DEREGISTER : NOT_RETAINED;
@@ -290,9 +287,7 @@ final class Region {
      */
     boolean tryRetireIdle() {
         RaceWindows windows = raceWindowsForTest;
-        if (windows != null) {
-            windows.beforeMark(this);
-        }
+        windows.beforeMark(this);
         long s = (long) STATE.getVolatile(this);
         if ((s & (RETIRED | EVICTING)) != 0 || !STATE.compareAndSet(this, s, s | EVICTING)) {
             return false;
@@ -301,9 +296,7 @@ final class Region {
             STATE.getAndBitwiseAnd(this, ~EVICTING);
             return false;
         }
-        if (windows != null) {
-            windows.afterSum(this);
-        }
+        windows.afterSum(this);
         do {
             s = (long) STATE.getVolatile(this);
             if ((s & (RETIRED | CLAIMED)) != 0) {
@@ -367,10 +360,15 @@ final class Region {
     /**
      * Test seam: windows where another thread's acquire, release or invalidation can come in, which the race
      * tests cannot pin down (jcstress did not reach the evictor's window between its sum and its claim); tests
-     * set {@link #raceWindowsForTest} to run that other thread's step there. Null in use: one static read per
-     * eviction attempt, per re-entry into the policy, per back-off and per join, none on the hit path.
+     * set {@link #raceWindowsForTest} to run that other thread's step there. In use it is {@link RaceWindows#NONE}, whose
+     * empty calls the JIT inlines away: one static read per eviction attempt, per re-entry into the policy, per
+     * back-off and per join, none on the hit path.
      */
     interface RaceWindows {
+        /** No windows: what the cache runs with. */
+        RaceWindows NONE = new RaceWindows() {
+        };
+
         /** The evictor picked the region (idle then) and has not marked it yet. */
         default void beforeMark(Region r) {
         }
@@ -392,7 +390,7 @@ final class Region {
         }
     }
 
-    static @Nullable RaceWindows raceWindowsForTest;
+    static RaceWindows raceWindowsForTest = RaceWindows.NONE;
 
     /** Test seam: sets the hit half of {@code slot}'s word (making the cells if it is one of them). */
     void seedHitsForTest(int slot, long hits) {

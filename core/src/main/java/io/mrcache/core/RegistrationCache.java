@@ -312,10 +312,7 @@ public final class RegistrationCache implements AutoCloseable {
         if (r == null || !r.serves(address, end, access, widenRemote)) {
             return null; // discarded, or the owner fell back to a range or rights that do not cover ours
         }
-        Region.RaceWindows windows = Region.raceWindowsForTest;
-        if (windows != null) {
-            windows.beforeJoinerLease(r);
-        }
+        Region.raceWindowsForTest.beforeJoinerLease(r);
         int retained = r.tryRetain(stripe);
         if (retained == Region.NOT_RETAINED_MUST_DEREGISTER) {
             deferredDeregister(r);

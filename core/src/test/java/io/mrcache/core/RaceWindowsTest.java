@@ -32,7 +32,7 @@ class RaceWindowsTest extends CacheTestSupport {
         try {
             return action.run();
         } finally {
-            Region.raceWindowsForTest = null;
+            Region.raceWindowsForTest = Region.RaceWindows.NONE;
         }
     }
 
