@@ -56,7 +56,8 @@ import org.jspecify.annotations.Nullable;
  * eviction-policy call under the lock is a publication's (Caffeine's put, which evicts inline on the calling
  * thread; its listener only claims idle victims and takes none of the cache's locks), so that the victims
  * leave in the same index copy as the region that displaced them. Index updates copy one root-to-leaf path,
- * O(log n).
+ * O(log n). The policy's writes and walks take its own lock ({@link EvictionPolicy}), always innermost:
+ * under it only Caffeine runs, whose listener takes no lock.
  *
  * <p>Publication against invalidation. Every way out of the index (invalidate, eviction, merge, access
  * upgrade, close) first swaps in a new index without the region, under the lock, and then sets its RETIRED

@@ -3,7 +3,7 @@ package io.mrcache.core;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The cache's one lock: a {@link ReentrantLock} that, when another thread holds it, retries for a few
+ * The cache's lock (and the eviction policy's): a {@link ReentrantLock} that, when another thread holds it, retries for a few
  * microseconds before parking. Its critical sections are short (an index copy, a few counters), so on a machine
  * with more than one processor the holder is usually done within that time, and a thread that parked instead
  * would pay two context switches (a futex wait and a wake-up) to wait for it. Measured on the injector's soak

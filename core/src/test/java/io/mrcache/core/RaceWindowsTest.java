@@ -77,6 +77,23 @@ class RaceWindowsTest extends CacheTestSupport {
     }
 
     @Test
+    void aMakeRoomCalledWhileAnotherWalksIsLeftToTheWalkerWhoWalksAgain() throws Exception {
+        boolean[] once = {false};
+        RegistrationCache cache = missWhileTheVictimIs(c -> {
+            if (!once[0]) { // a miss and its release inside the walk: both calls of makeRoom find it walking
+                once[0] = true;
+                c.acquire(BASE + 16 * PAGE, PAGE, LOCAL_WRITE).close();
+            }
+        });
+        assertTrue(once[0]);
+        // one slot of the budget of 2 is the quarantined registration's, so one published region at most
+        assertEquals(1, cache.regionCount(), "the walker walked again for the calls it turned away");
+        cache.acquire(BASE + 24 * PAGE, PAGE, LOCAL_WRITE).close();
+        assertEquals(1, cache.regionCount(), "and left no request behind: the next miss's own call walked");
+        cache.close();
+    }
+
+    @Test
     void aVictimInvalidatedAfterThePolicyPickedItIsNotCountedAsWithdrawn() throws Exception {
         RegistrationCache cache = missWhileTheVictimIs(c -> c.invalidate(BASE, PAGE));
         assertEquals(0, cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN), "gone, not withdrawn");
