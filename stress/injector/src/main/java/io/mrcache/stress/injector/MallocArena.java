@@ -5,9 +5,8 @@ import io.mrcache.verbs.internal.Libc;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A malloc-like allocator over a virtual address space it manages, with the ground truth the injector checks
@@ -28,7 +27,9 @@ import java.util.Map;
  * pinned pages).
  *
  * <p>Ground truth: which allocation owns each slot, which run backs each chunk, and the epoch at which each
- * slot's and chunk's free began, for the reuse check ({@link ReuseCheck}). Thread-safe (one monitor).
+ * slot's and chunk's free began, for the reuse check ({@link ReuseCheck}). Thread-safe: one monitor guards
+ * the ground truth; the mapping system calls run outside it, on a chunk that its state (MAPPING, UNMAPPING)
+ * keeps every other call away from.
  */
 final class MallocArena {
     static final long PAGE = 4096;
@@ -61,7 +62,7 @@ final class MallocArena {
     record Unmap(int chunk, long address, long length) {
     }
 
-    private enum ChunkState { UNMAPPED, MAPPED, UNMAPPING }
+    private enum ChunkState { UNMAPPED, MAPPING, MAPPED, UNMAPPING }
 
     private final boolean lifo;
     private final ReuseCheck reuseCheck;
@@ -82,8 +83,10 @@ final class MallocArena {
     private final List<ArrayDeque<long[]>> ready = new ArrayList<>();
     private final ArrayDeque<Integer> unmappedChunks = new ArrayDeque<>();
     private final ArrayDeque<Long> freeRuns = new ArrayDeque<>();
-    /** Run -> {pins, mapped (1) or not (0)}. */
-    private final Map<Long, int[]> runState = new HashMap<>();
+    /** Per run (by index): registrations pinning it. */
+    private final int[] runPins = new int[RUNS];
+    /** Per run: whether a chunk maps it. */
+    private final boolean[] runMapped = new boolean[RUNS];
     private long nextId = 1;
     private long reusedWhileRegistered;
     private long chunkUnmaps;
@@ -102,7 +105,6 @@ final class MallocArena {
         for (int r = 0; r < RUNS; r++) {
             long base = physicalView + r * CHUNK;
             freeRuns.add(base);
-            runState.put(base, new int[] {0, 0});
         }
         for (int c = 0; c < CHUNKS; c++) {
             state[c] = ChunkState.UNMAPPED;
@@ -120,7 +122,29 @@ final class MallocArena {
     }
 
     /** A new allocation of class {@code sizeClass}, or null when no slot or chunk is free now. */
-    synchronized Allocation allocate(int sizeClass) {
+    Allocation allocate(int sizeClass) {
+        while (true) {
+            long[] mapping;
+            synchronized (this) {
+                Allocation a = takeReady(sizeClass);
+                if (a != null) {
+                    return a;
+                }
+                mapping = startMapping();
+                if (mapping == null) {
+                    return null;
+                }
+            }
+            // the system calls outside the monitor: the chunk is MAPPING, so no other call touches it or its run
+            map((int) mapping[0], mapping[1]);
+            synchronized (this) {
+                finishMapping((int) mapping[0], mapping[1], sizeClass);
+            }
+        }
+    }
+
+    /** A ready slot of {@code sizeClass} taken, or null when there is none. */
+    private Allocation takeReady(int sizeClass) {
         ArrayDeque<long[]> q = ready.get(sizeClass);
         while (!q.isEmpty()) {
             long[] cs = lifo ? q.pollLast() : q.pollFirst();
@@ -132,6 +156,11 @@ final class MallocArena {
             }
             return take(c, s);
         }
+        return null;
+    }
+
+    /** An unmapped chunk and a free run for it, {chunk, run}, marked MAPPING; null when either is lacking. */
+    private long @Nullable [] startMapping() {
         Integer c = lifo ? unmappedChunks.pollLast() : unmappedChunks.pollFirst();
         if (c == null || freeRuns.isEmpty()) {
             if (c != null) {
@@ -139,8 +168,10 @@ final class MallocArena {
             }
             return null;
         }
-        map(c, sizeClass);
-        return allocate(sizeClass);
+        long r = freeRuns.pollFirst();
+        runMapped[runIndex(r)] = true;
+        state[c] = ChunkState.MAPPING;
+        return new long[] {c, r};
     }
 
     private Allocation take(int c, int s) {
@@ -155,18 +186,21 @@ final class MallocArena {
         return new Allocation(id, c, s, address, length, Math.max(slotFreedAt[c][s], chunkFreedAt[c]));
     }
 
-    private void map(int c, int sizeClass) {
-        if (chunkFreedAt[c] > 0) { // the addresses come back: nothing registered before the unmap may cover them
-            reusedWhileRegistered += reuseCheck.liveFromBefore(chunkAddress(c), CHUNK, chunkFreedAt[c]);
-            chunkRemaps++;
-        }
-        long r = freeRuns.pollFirst();
-        runState.get(r)[1] = 1;
+    /** Maps run {@code r} at chunk {@code c}, zeroed. Outside the monitor. */
+    private void map(int c, long r) {
         MemorySegment.ofAddress(r).reinterpret(CHUNK).fill((byte) 0);
         // MAP_POPULATE: the pages are present at once, as a registration makes them (touching them from Java
         // instead is a loop of unused reads that the JIT may remove, leaving page frames that read as absent)
         Libc.mmap(chunkAddress(c), CHUNK, Libc.PROT_READ | Libc.PROT_WRITE,
                 Libc.MAP_SHARED | Libc.MAP_FIXED | Libc.MAP_POPULATE, memfd, r - physicalView);
+    }
+
+    /** Chunk {@code c} maps run {@code r} now: it serves {@code sizeClass}, every slot ready. */
+    private void finishMapping(int c, long r, int sizeClass) {
+        if (chunkFreedAt[c] > 0) { // the addresses come back: nothing registered before the unmap may cover them
+            reusedWhileRegistered += reuseCheck.liveFromBefore(chunkAddress(c), CHUNK, chunkFreedAt[c]);
+            chunkRemaps++;
+        }
         int slots = (int) (CHUNK / SIZES[sizeClass]);
         state[c] = ChunkState.MAPPED;
         mappings[c]++;
@@ -206,19 +240,23 @@ final class MallocArena {
     }
 
     /** The unmap of a chunk began at {@code epoch}; its run goes back to the pool once nothing pins it. */
-    synchronized void unmapping(Unmap u, long epoch) {
+    void unmapping(Unmap u, long epoch) {
         int c = u.chunk();
-        chunkFreedAt[c] = epoch;
+        // outside the monitor: the chunk is UNMAPPING, so no other call reads its mapping or maps it; its run
+        // returns to the pool only after this, as the kernel reuses no page while a mapping holds it
         Libc.mmap(chunkAddress(c), CHUNK, Libc.PROT_NONE,
                 Libc.MAP_PRIVATE | Libc.MAP_ANONYMOUS | Libc.MAP_FIXED | Libc.MAP_NORESERVE, -1, 0);
-        long r = run[c];
-        run[c] = 0;
-        int[] st = runState.get(r);
-        st[1] = 0;
-        if (st[0] == 0) {
-            freeRuns.add(r);
+        synchronized (this) {
+            chunkFreedAt[c] = epoch;
+            long r = run[c];
+            run[c] = 0;
+            int i = runIndex(r);
+            runMapped[i] = false;
+            if (runPins[i] == 0) {
+                freeRuns.add(r);
+            }
+            chunkUnmaps++;
         }
-        chunkUnmaps++;
     }
 
     /** The unmap's free hook completed: the addresses may be mapped again. */
@@ -253,16 +291,20 @@ final class MallocArena {
             throw new RegistrationException(String.format("register of [0x%x, +%d): not inside one mapped chunk"
                     + " (EFAULT)", address, length), RegistrationException.EFAULT);
         }
-        runState.get(run[c])[0]++;
+        runPins[runIndex(run[c])]++;
         return run[c];
     }
 
     synchronized void unpin(long r) {
-        int[] st = runState.get(r);
-        st[0]--;
-        if (st[0] == 0 && st[1] == 0) {
+        int i = runIndex(r);
+        runPins[i]--;
+        if (runPins[i] == 0 && !runMapped[i]) {
             freeRuns.add(r);
         }
+    }
+
+    private int runIndex(long r) {
+        return (int) ((r - physicalView) / CHUNK);
     }
 
     int chunkOf(long address) {
