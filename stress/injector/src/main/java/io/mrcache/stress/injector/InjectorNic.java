@@ -6,12 +6,13 @@ import io.mrcache.core.RegistrationException;
 import io.mrcache.verbs.sim.RemoteAccessException;
 import io.mrcache.verbs.sim.SimulatedHca;
 import java.lang.foreign.MemorySegment;
-import java.util.Map;
+import java.util.List;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.stream.Stream;
 
 /**
  * The NIC as the injector sees it, and the ground truth of what it has registered.
@@ -47,7 +48,8 @@ final class InjectorNic implements Registrar {
     private MallocArena arena;
     private final ConcurrentHashMap<Integer, Pinned> byKey = new ConcurrentHashMap<>();
     /** Per chunk: registrations over it, live or being made (added before the HCA call). */
-    private final Map<Integer, Set<Pinned>> byChunk = new ConcurrentHashMap<>();
+    private final List<Set<Pinned>> byChunk = Stream.<Set<Pinned>>generate(ConcurrentHashMap::newKeySet)
+            .limit(MallocArena.CHUNKS).toList();
     /** Leases the workers hold, per lkey; a key leaves when its count returns to zero (a soak makes 10^8 keys). */
     private final ConcurrentHashMap<Integer, Integer> leases = new ConcurrentHashMap<>();
     final LongAdder staleWrites = new LongAdder();
@@ -96,7 +98,7 @@ final class InjectorNic implements Registrar {
         }
         long run = arena.pin(address, length);
         long physical = run + (address - arena.chunkAddress(arena.chunkOf(address)));
-        Set<Pinned> chunk = byChunk.computeIfAbsent(arena.chunkOf(address), c -> ConcurrentHashMap.newKeySet());
+        Set<Pinned> chunk = byChunk.get(arena.chunkOf(address));
         Pinned making = new Pinned(address, length, run, physical, began, null);
         chunk.add(making); // visible to the reuse check before the HCA pins anything
         Registration hcaReg;
@@ -156,12 +158,12 @@ final class InjectorNic implements Registrar {
 
     /** Registrations over {@code [address, address + length)} that began before {@code freeEpoch}. */
     int liveFromBefore(long address, long length, long freeEpoch) {
-        Set<Pinned> chunk = byChunk.get(arena.chunkOf(address));
-        if (chunk == null) {
+        int c = arena.chunkOf(address);
+        if (c < 0) {
             return 0;
         }
         int n = 0;
-        for (Pinned p : chunk) {
+        for (Pinned p : byChunk.get(c)) {
             if (p.beganAt() < freeEpoch && p.overlaps(address, address + length)) {
                 n++;
                 if (AddressReuseInjector.DEBUG) {
