@@ -353,6 +353,7 @@ final class Region {
             if ((v >>> 32) < HARVEST_AT) {
                 return;
             }
+            raceWindowsForTest.beforeHarvestSwap(this); // once per 2^30 hits on a word: off the hit path
         } while (!compareAndSet(slot, v, v - HARVEST_AT * HIT_ONE));
         HARVESTED.getAndAdd(this, HARVEST_AT);
     }
@@ -387,6 +388,10 @@ final class Region {
 
         /** A joiner's wait for another thread's registration returned this region; it has not taken a lease yet. */
         default void beforeJoinerLease(Region r) {
+        }
+
+        /** A harvest read a word past the threshold; it has not swapped the harvested hits out yet. */
+        default void beforeHarvestSwap(Region r) {
         }
     }
 

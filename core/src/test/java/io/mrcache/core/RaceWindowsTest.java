@@ -86,11 +86,36 @@ class RaceWindowsTest extends CacheTestSupport {
             }
         });
         assertTrue(once[0]);
+        assertEquals(0, cache.metrics().get(CacheCounter.BUDGET_OVERRUNS), "a call turned away reports no overrun");
         // one slot of the budget of 2 is the quarantined registration's, so one published region at most
         assertEquals(1, cache.regionCount(), "the walker walked again for the calls it turned away");
         cache.acquire(BASE + 24 * PAGE, PAGE, LOCAL_WRITE).close();
         assertEquals(1, cache.regionCount(), "and left no request behind: the next miss's own call walked");
         cache.close();
+    }
+
+    @Test
+    void aHarvestWhoseWordChangedUnderItReadsItAgainAndCountsTheHitsOnce() throws Exception {
+        Region r = new Region(new Registration(BASE, PAGE, LOCAL_WRITE, 1, 1, 0, 1), PAGE, 0);
+        int own = Region.stripe();
+        r.seedHitsForTest(Region.BASE_SLOT, Region.HARVEST_AT); // the maker's own word, at the threshold
+        boolean[] once = {false};
+        within(new Region.RaceWindows() {
+            @Override
+            public void beforeHarvestSwap(Region region) {
+                if (!once[0]) { // another hit lands between the harvest's read and its swap
+                    once[0] = true;
+                    assertEquals(Region.BASE_SLOT, region.tryRetainHit(own));
+                }
+            }
+        }, () -> {
+            r.harvestForTest(Region.BASE_SLOT);
+            return null;
+        });
+        assertTrue(once[0]);
+        assertEquals(Region.HARVEST_AT + 1, r.hits(), "the hits moved out once, and the one that came between kept");
+        assertEquals(1, r.hitHalfForTest(Region.BASE_SLOT), "the swap took the threshold off the word it read again");
+        assertEquals(1, r.leases(), "the lease taken in between is still counted");
     }
 
     @Test
