@@ -123,12 +123,13 @@ final class EvictionPolicy {
      * enforces one bound itself at each put; this covers the other, regions that were leased when Caffeine
      * chose them, and regions whose deregistration failed (they stay pinned, so more must go).
      *
-     * @return true when the cache is still over budget (every remaining region is leased or quarantined)
+     * @return true when this call walked and left the cache over budget (every remaining region leased or
+     *     quarantined); false when it left the cache within budget, or left the walk to a thread already walking
      */
     boolean makeRoom() {
-        // One thread walks at a time. A second caller would only wait on Caffeine's eviction lock to walk the
-        // entries the first is walking; it counts itself in instead, and the walker walks again for it before
-        // leaving (the walk reads the budget afresh, so it covers whatever that caller published).
+        // One thread walks at a time. A second caller would only wait on the policy lock to walk the entries
+        // the first is walking; it counts itself in instead, and the walker walks again for it before leaving
+        // (the walk reads the budget afresh, so it covers whatever that caller published).
         if (roomRequests.getAndIncrement() != 0) {
             return false; // the walker reports an overrun, if one is left
         }
