@@ -54,6 +54,10 @@ final class CacheMetrics {
         counters[counter.ordinal()].increment();
     }
 
+    void add(CacheCounter counter, long n) {
+        counters[counter.ordinal()].add(n);
+    }
+
     void registered(long pinned) {
         pinnedBytes.addAndGet(pinned);
         regions.incrementAndGet();

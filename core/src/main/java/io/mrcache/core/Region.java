@@ -122,6 +122,12 @@ final class Region {
 
     /** Set when the eviction policy dropped this region while it was leased; it re-enters when idle. */
     volatile boolean droppedByPolicyWhileLeased;
+    /**
+     * Set when the policy retired this region and already dropped it (Caffeine's own eviction, or the walk),
+     * before handing it off as a victim: its unlinking then skips the policy. The hand-off orders the write
+     * before the read.
+     */
+    boolean leftPolicy;
 
     /** A live region holding {@code initialLeases} leases in {@link #BASE_SLOT}, made by the calling thread. */
     Region(Registration registration, long pinnedBytes, long initialLeases) {

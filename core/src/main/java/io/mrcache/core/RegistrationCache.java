@@ -367,8 +367,7 @@ public final class RegistrationCache implements AutoCloseable {
                 superseded = replaced;
                 // the policy learns of the change first, so that the victims it picks for the new region leave
                 // in the same index copy as the publication (one copy and one lock per miss, not two)
-                superseded.forEach(eviction::unlinked);
-                eviction.published(region);
+                eviction.published(region, superseded);
                 evicted = eviction.pollEvicted();
                 List<Region> gone = superseded;
                 if (!evicted.isEmpty()) {
@@ -545,7 +544,7 @@ public final class RegistrationCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        gone.forEach(eviction::unlinked);
+        eviction.unlinked(gone);
         toDeregister.forEach(deregistrar::deregister);
         CacheEvents.invalidated(event, address, end, gone.size(), doomed);
         if (CacheFault.COMPLETE_EARLY.in(faults)) {
@@ -681,7 +680,7 @@ public final class RegistrationCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        gone.forEach(eviction::unlinked);
+        eviction.unlinked(gone);
         toDeregister.forEach(deregistrar::deregister);
         eviction.drainEvicted();
         deregistrar.retryQuarantined(); // so that close reports, rather than waits for, a registrar that keeps failing

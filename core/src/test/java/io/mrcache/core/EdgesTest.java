@@ -373,6 +373,27 @@ class EdgesTest extends CacheTestSupport {
     }
 
     @Test
+    void regionsTheWalkOrAnEnomemRecoveryEvictsLeaveTheEvictionPolicy() {
+        // Caffeine bounds the bytes here; the cache's own walk keeps the region count, and an ENOMEM recovery
+        // evicts whatever is idle: victims of either must leave the policy as Caffeine's own do
+        RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(1L << 30, 2)).build();
+        for (int i = 0; i < 3; i++) {
+            cache.acquire(BASE + 8L * i * PAGE, PAGE, LOCAL_WRITE).close();
+        }
+        assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS));
+        assertEquals(2, cache.regionCount());
+        assertEquals(2, cache.policySizeForTest(), "the walk's victim left the policy");
+        int[] calls = {0};
+        registrar.failures((a, l, x) -> ++calls[0] == 1 ? RegistrationException.ENOMEM : 0);
+        Lease lease = cache.acquire(BASE + 64 * PAGE, PAGE, LOCAL_WRITE); // evicts both idle regions, retries
+        assertEquals(1, cache.metrics().get(CacheCounter.ENOMEM_RECOVERIES));
+        assertEquals(1, cache.regionCount());
+        assertEquals(1, cache.policySizeForTest(), "the recovery's victims left the policy");
+        lease.close();
+        cache.close();
+    }
+
+    @Test
     void countingTheRetiringRegionsLeavesTheLockFree() throws Exception {
         try (RegistrationCache cache = RegistrationCache.builder(registrar).build()) {
             assertEquals(0, cache.retiringCount());
