@@ -13,6 +13,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The NIC as the injector sees it, and the ground truth of what it has registered.
@@ -30,10 +31,57 @@ import java.util.stream.Stream;
  * live means the cache told the allocator "safe" too early (I3).
  */
 final class InjectorNic implements Registrar {
-    /** What a key's registration pinned: the virtual range, the physical run, and when it began. */
-    record Pinned(long address, long length, long run, long physical, long beganAt, Registration hca) {
+    /**
+     * What a key's registration pinned: the virtual range, the physical run, and when it began. It joins its
+     * chunk's set before the HCA call (the reuse check must see a registration being made) and learns the
+     * HCA's registration after: one set insertion per registration, not an entry for the call and another for
+     * its result.
+     */
+    static final class Pinned {
+        private final long address;
+        private final long length;
+        private final long run;
+        private final long physical;
+        private final long beganAt;
+        /** Null until the HCA registered it (a write looks keys up only after). */
+        private volatile @Nullable Registration hca;
+
+        Pinned(long address, long length, long run, long physical, long beganAt) {
+            this.address = address;
+            this.length = length;
+            this.run = run;
+            this.physical = physical;
+            this.beganAt = beganAt;
+        }
+
+        long address() {
+            return address;
+        }
+
+        long run() {
+            return run;
+        }
+
+        long physical() {
+            return physical;
+        }
+
+        long beganAt() {
+            return beganAt;
+        }
+
+        @Nullable Registration hca() {
+            return hca;
+        }
+
         boolean overlaps(long from, long to) {
             return address < to && address + length > from;
+        }
+
+        @Override
+        public String toString() {
+            return String.format("Pinned[0x%x,+%d) run 0x%x physical 0x%x began %d %s", address, length, run,
+                    physical, beganAt, hca);
         }
     }
 
@@ -99,20 +147,18 @@ final class InjectorNic implements Registrar {
         long run = arena.pin(address, length);
         long physical = run + (address - arena.chunkAddress(arena.chunkOf(address)));
         Set<Pinned> chunk = byChunk.get(arena.chunkOf(address));
-        Pinned making = new Pinned(address, length, run, physical, began, null);
-        chunk.add(making); // visible to the reuse check before the HCA pins anything
+        Pinned p = new Pinned(address, length, run, physical, began);
+        chunk.add(p); // visible to the reuse check before the HCA pins anything
         Registration hcaReg;
         try {
             hcaReg = hca.register(pd, physical, length, access);
         } catch (RuntimeException e) {
-            chunk.remove(making);
+            chunk.remove(p);
             arena.unpin(run);
             throw e;
         }
-        Pinned p = new Pinned(address, length, run, physical, began, hcaReg);
+        p.hca = hcaReg;
         byKey.put(hcaReg.lkey(), p);
-        chunk.add(p);
-        chunk.remove(making);
         registrations.increment();
         return new Registration(address, length, access, hcaReg.lkey(), hcaReg.rkey(), pd, hcaReg.handle());
     }
