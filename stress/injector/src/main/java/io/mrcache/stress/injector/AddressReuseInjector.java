@@ -169,6 +169,7 @@ public final class AddressReuseInjector {
                 closeRace();
             }
             cache = factory.create(nic, config);
+            arena.presentPages(cache.readsPageFrames());
             Thread peer = config.threads() > 1 ? startPeer() : null;
             Thread[] workers = new Thread[config.threads()];
             for (int t = 0; t < workers.length; t++) {

@@ -36,6 +36,14 @@ public interface CacheUnderTest extends AutoCloseable {
         return Map.of();
     }
 
+    /**
+     * Whether the cache reads the page frames behind a buffer ({@code /proc/self/pagemap}), as a page-frame check
+     * does: the allocator then makes a chunk's pages present when it maps it, so that there are frames to read.
+     */
+    default boolean readsPageFrames() {
+        return false;
+    }
+
     /** Deregisters everything still registered. */
     @Override
     void close();

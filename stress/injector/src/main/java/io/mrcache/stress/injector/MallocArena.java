@@ -186,13 +186,25 @@ final class MallocArena {
         return new Allocation(id, c, s, address, length, Math.max(slotFreedAt[c][s], chunkFreedAt[c]));
     }
 
+    /**
+     * Whether a chunk's pages are made present when it is mapped: a page-frame check reads them. Otherwise nothing
+     * touches the virtual pages (the NIC and the workers reach the runs through the physical view), so none is
+     * present, and an unmap has no page table entries to clear: no TLB flush, which needs the other processor's
+     * acknowledgement and was most of an unmap's cost (8% of a one-thread soak's samples).
+     */
+    private volatile boolean presentPages = true;
+
+    void presentPages(boolean present) {
+        presentPages = present;
+    }
+
     /** Maps run {@code r} at chunk {@code c}, zeroed. Outside the monitor. */
     private void map(int c, long r) {
         MemorySegment.ofAddress(r).reinterpret(CHUNK).fill((byte) 0);
         // MAP_POPULATE: the pages are present at once, as a registration makes them (touching them from Java
         // instead is a loop of unused reads that the JIT may remove, leaving page frames that read as absent)
         Libc.mmap(chunkAddress(c), CHUNK, Libc.PROT_READ | Libc.PROT_WRITE,
-                Libc.MAP_SHARED | Libc.MAP_FIXED | Libc.MAP_POPULATE, memfd, r - physicalView);
+                Libc.MAP_SHARED | Libc.MAP_FIXED | (presentPages ? Libc.MAP_POPULATE : 0), memfd, r - physicalView);
     }
 
     /** Chunk {@code c} maps run {@code r} now: it serves {@code sizeClass}, every slot ready. */

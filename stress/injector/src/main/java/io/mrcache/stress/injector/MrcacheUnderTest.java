@@ -98,6 +98,11 @@ public final class MrcacheUnderTest implements CacheUnderTest {
     }
 
     @Override
+    public boolean readsPageFrames() {
+        return check != null;
+    }
+
+    @Override
     public void close() {
         try {
             cache.close();
