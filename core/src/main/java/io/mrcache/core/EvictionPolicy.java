@@ -136,14 +136,14 @@ final class EvictionPolicy {
      *     quarantined); false when it left the cache within budget, or left the walk to a thread already walking
      */
     boolean makeRoom() {
-        // One thread walks at a time. A second caller would only wait on the policy lock to walk the entries
-        // the first is walking; it counts itself in instead, and the walker walks again for it before leaving
-        // (the walk reads the budget afresh, so it covers whatever that caller published).
         // Within budget there is nothing to serve: most calls (every release of a bounded cache) end on these
         // two reads, without writing the counter that the other threads' calls write too.
         if (!budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get())) {
             return false;
         }
+        // One thread walks at a time. A second caller would only wait on the policy lock to walk the entries
+        // the first is walking; it counts itself in instead, and the walker walks again for it before leaving
+        // (the walk reads the budget afresh, so it covers whatever that caller published).
         if (roomRequests.getAndIncrement() != 0) {
             return false; // the walker reports an overrun, if one is left
         }
