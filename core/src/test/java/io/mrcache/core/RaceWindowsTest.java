@@ -185,6 +185,52 @@ class RaceWindowsTest extends CacheTestSupport {
     }
 
     @Test
+    void aHitUnderTheLockWhoseLeaseLandsInCellZeroIsServed() throws Exception {
+        // the same interleaving from a thread whose lease stripe is 0: its lease's slot is 0, still a lease
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        onThread(stripe -> stripe != 0, () -> {
+            cache.acquire(BASE, PAGE, LOCAL_WRITE).close(); // the region's own word is this thread's
+            cache.regionsForTest().get(0).beginEvictionForTest();
+            return null;
+        });
+        int[] backOffs = {0};
+        Lease l = onThread(stripe -> stripe == 0, () -> within(onBackOff(r -> {
+            if (++backOffs[0] == 2) {
+                r.endEvictionForTest();
+            }
+        }), () -> cache.acquire(BASE, PAGE, LOCAL_WRITE)));
+        assertEquals(1, registrar.registerCount(), "served by the region, found again under the lock");
+        assertEquals(1, cache.metrics().get(CacheCounter.HITS));
+        l.close();
+        cache.close();
+    }
+
+    /** Runs {@code action} on a new thread whose lease stripe passes {@code wanted}; its result. */
+    private static <T> T onThread(java.util.function.IntPredicate wanted, Action<T> action) throws Exception {
+        java.util.concurrent.atomic.AtomicReference<Object> out = new java.util.concurrent.atomic.AtomicReference<>();
+        for (;;) {
+            Thread t = new Thread(() -> {
+                try {
+                    out.set(action.run());
+                } catch (Throwable e) {
+                    out.set(e);
+                }
+            });
+            if (!wanted.test(LeaseStripes.of(t.threadId()))) {
+                continue; // never started: try the next thread id
+            }
+            t.start();
+            t.join();
+            if (out.get() instanceof Throwable e) {
+                throw new AssertionError(e);
+            }
+            @SuppressWarnings("unchecked")
+            T result = (T) out.get();
+            return result;
+        }
+    }
+
+    @Test
     void anAcquireWhoseLockFreeTriesMetAnEvictionThatThenGaveUpHitsUnderTheLock() throws Exception {
         RegistrationCache cache = RegistrationCache.builder(registrar).build();
         int[] backOffs = {0};
