@@ -9,8 +9,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import java.util.function.IntPredicate;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -206,8 +208,8 @@ class RaceWindowsTest extends CacheTestSupport {
     }
 
     /** Runs {@code action} on a new thread whose lease stripe passes {@code wanted}; its result. */
-    private static <T> T onThread(java.util.function.IntPredicate wanted, Action<T> action) throws Exception {
-        java.util.concurrent.atomic.AtomicReference<Object> out = new java.util.concurrent.atomic.AtomicReference<>();
+    private static <T> T onThread(IntPredicate wanted, Action<T> action) throws Exception {
+        AtomicReference<Object> out = new AtomicReference<>();
         for (;;) {
             Thread t = new Thread(() -> {
                 try {
