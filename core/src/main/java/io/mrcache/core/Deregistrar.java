@@ -4,7 +4,6 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
@@ -75,7 +74,7 @@ final class Deregistrar {
             failedAttempt.completeExceptionally(DeregistrationException.of(r.registration, failure));
         }
         if (retry.automatic()) {
-            CompletableFuture.delayedExecutor(retryDelay, TimeUnit.NANOSECONDS).execute(() -> retryOne(r));
+            RetryTimer.schedule(() -> retryOne(r), retryDelay);
         }
     }
 

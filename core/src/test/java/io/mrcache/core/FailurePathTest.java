@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -216,6 +217,26 @@ class FailurePathTest extends CacheTestSupport {
             // it waited on an attempt that was still refused; what it must never do is complete normally
             // while the key was live, which the ledger below and the stage tests above check
         }
+        cache.close();
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void automaticRetriesRunOnTheCachesRetryThreadNotOnASharedPool() throws Exception {
+        RegistrationCache cache = RegistrationCache.builder(registrar)
+                .deregistrationRetry(DeregistrationRetry.backoff(Duration.ofMillis(1), Duration.ofMillis(2))).build();
+        cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+        List<String> attemptThreads = Collections.synchronizedList(new ArrayList<>());
+        registrar.deregisterFailures(r -> {
+            attemptThreads.add(Thread.currentThread().getName());
+            return attemptThreads.size() <= 2 ? new RegistrationException("EBUSY", EBUSY) : null;
+        });
+        stageFailure(cache.invalidate(BASE, PAGE).toCompletableFuture());
+        waitFor(() -> registrar.deregisterCount() == 1);
+        assertEquals(3, attemptThreads.size(), "the first attempt, a refused retry, the retry that succeeded");
+        // a blocking ibv_dereg_mr must not occupy the common pool, and one thread's wake-up per retry suffices
+        assertEquals(List.of("mrcache-deregistration-retry", "mrcache-deregistration-retry"),
+                attemptThreads.subList(1, 3), "threads of the attempts: " + attemptThreads);
         cache.close();
         registrar.assertBalanced();
     }
