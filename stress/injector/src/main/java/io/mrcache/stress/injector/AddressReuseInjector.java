@@ -27,6 +27,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The address-reuse fault injector. Worker threads share one pool of live allocations from a {@link MallocArena}
@@ -97,6 +98,10 @@ public final class AddressReuseInjector {
     }
 
     /** A stale peer's fire-and-forget remote write, for the peer thread. */
+    /** A worker's keys for one use, and the NIC's record of the registration behind them (null: a dead key). */
+    private record Held(CacheUnderTest.Handle handle, InjectorNic.@Nullable Pinned pinned) {
+    }
+
     private record RemoteWrite(int rkey, long address, MemorySegment data, long intended) {
     }
 
@@ -605,17 +610,18 @@ public final class AddressReuseInjector {
             for (Live l : span) {
                 reusedAfter = Math.max(reusedAfter, l.a().reusedAfter());
             }
-            CacheUnderTest.Handle h = acquire(from, to - from, access, reusedAfter);
-            if (h == null) {
+            Held held = acquire(from, to - from, access, reusedAfter);
+            if (held == null) {
                 return;
             }
-            run.nic.leased(h.lkey(), 1);
+            CacheUnderTest.Handle h = held.handle();
+            InjectorNic.leased(held.pinned(), 1);
             try {
                 for (Live l : span) {
                     write(l.a(), h, remote);
                 }
             } finally {
-                run.nic.leased(h.lkey(), -1); // before the release, which may deregister
+                InjectorNic.leased(held.pinned(), -1); // before the release, which may deregister
                 run.cache.release(h);
             }
         }
@@ -660,7 +666,7 @@ public final class AddressReuseInjector {
          * before the last free of these bytes (I1), or that pin pages no longer backing them. With
          * {@link InjectorConfig#oracleCheck()} it invalidates and retries instead. Null when registration failed.
          */
-        private CacheUnderTest.Handle acquire(long address, long length, int access, long reusedAfter) {
+        private @Nullable Held acquire(long address, long length, int access, long reusedAfter) {
             for (int attempt = 0;; attempt++) {
                 CacheUnderTest.Handle h;
                 try {
@@ -669,8 +675,9 @@ public final class AddressReuseInjector {
                     run.registrationErrors.increment();
                     return null;
                 }
-                if (!run.nic.beganBefore(h.lkey(), reusedAfter) && !run.nic.pinsOldPages(h.lkey(), address)) {
-                    return h;
+                InjectorNic.Pinned p = run.nic.pinned(h.lkey()); // null: a dead key, which the writes will meet
+                if (p == null || !p.beganBefore(reusedAfter) && !run.nic.pinsOldPages(p, address)) {
+                    return new Held(h, p);
                 }
                 if (!run.config.oracleCheck() || attempt >= 3) {
                     run.staleHits.increment();
@@ -678,7 +685,7 @@ public final class AddressReuseInjector {
                         System.err.printf("STALE HIT [0x%x,+%d) key 0x%x reusedAfter %d%n", address, length, h.lkey(),
                                 reusedAfter);
                     }
-                    return h;
+                    return new Held(h, p);
                 }
                 run.oracleCaught.increment();
                 run.cache.release(h);

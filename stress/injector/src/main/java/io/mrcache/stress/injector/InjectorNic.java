@@ -6,6 +6,8 @@ import io.mrcache.core.RegistrationException;
 import io.mrcache.verbs.sim.RemoteAccessException;
 import io.mrcache.verbs.sim.SimulatedHca;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.List;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -38,6 +40,16 @@ final class InjectorNic implements Registrar {
      * its result.
      */
     static final class Pinned {
+        private static final VarHandle LEASES;
+
+        static {
+            try {
+                LEASES = MethodHandles.lookup().findVarHandle(Pinned.class, "leases", int.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
         private final long address;
         private final long length;
         private final long run;
@@ -45,6 +57,9 @@ final class InjectorNic implements Registrar {
         private final long beganAt;
         /** Null until the HCA registered it (a write looks keys up only after). */
         private volatile @Nullable Registration hca;
+        /** Leases the workers hold on this registration now (it dies with it: a soak makes 10^8). */
+        @SuppressWarnings("unused") // through LEASES
+        private volatile int leases;
 
         Pinned(long address, long length, long run, long physical, long beganAt) {
             this.address = address;
@@ -74,6 +89,21 @@ final class InjectorNic implements Registrar {
             return hca;
         }
 
+        /** Whether a register call that began before {@code epoch} made it (the oracle's I1 check). */
+        boolean beganBefore(long epoch) {
+            return beganAt < epoch;
+        }
+
+        int leases() {
+            return leases;
+        }
+
+        /** Equality stays identity; this spares each new registration the JVM's identity-hash slow path. */
+        @Override
+        public int hashCode() {
+            return Long.hashCode((physical + beganAt) * 0x9E3779B97F4A7C15L);
+        }
+
         boolean overlaps(long from, long to) {
             return address < to && address + length > from;
         }
@@ -98,8 +128,6 @@ final class InjectorNic implements Registrar {
     /** Per chunk: registrations over it, live or being made (added before the HCA call). */
     private final List<Set<Pinned>> byChunk = Stream.<Set<Pinned>>generate(ConcurrentHashMap::newKeySet)
             .limit(MallocArena.CHUNKS).toList();
-    /** Leases the workers hold, per lkey; a key leaves when its count returns to zero (a soak makes 10^8 keys). */
-    private final ConcurrentHashMap<Integer, Integer> leases = new ConcurrentHashMap<>();
     final LongAdder staleWrites = new LongAdder();
     final LongAdder writesAfterFree = new LongAdder();
     final LongAdder rejectedRemote = new LongAdder();
@@ -173,8 +201,7 @@ final class InjectorNic implements Registrar {
             }
             throw new RegistrationException("deregister of an unknown or dead key " + registration, 22);
         }
-        Integer held = leases.get(registration.lkey());
-        if (held != null && held > 0) {
+        if (p.leases() > 0) {
             deregisteredUnderLease.increment();
             if (AddressReuseInjector.DEBUG) {
                 System.err.println("DEREGISTERED UNDER LEASE " + registration);
@@ -221,30 +248,28 @@ final class InjectorNic implements Registrar {
         return n;
     }
 
-    /** A worker took (+1) or released (-1) a lease carrying {@code lkey}. */
-    void leased(int lkey, int delta) {
-        leases.merge(lkey, delta, (held, d) -> held + d == 0 ? null : held + d);
+    /**
+     * The registration behind a live {@code lkey}, or null for a dead or unknown key: one lookup per use, for
+     * the oracle's checks and the lease count ({@link #leased}).
+     */
+    @Nullable Pinned pinned(int lkey) {
+        return byKey.get(lkey);
     }
 
-    /** Keys some worker holds a lease on now. */
-    int leasedKeys() {
-        return leases.size();
+    /** A worker took (+1) or released (-1) a lease on {@code p}'s keys (null: a dead key, nothing to count). */
+    static void leased(@Nullable Pinned p, int delta) {
+        if (p != null) {
+            Pinned.LEASES.getAndAdd(p, delta);
+        }
     }
 
     /**
-     * The oracle's view of a hit: whether {@code lkey}'s registration pinned pages that no longer back
+     * The oracle's view of a hit: whether {@code p} pinned pages that no longer back
      * {@code address} (its chunk was unmapped and mapped again since). No library can see this; the injector's
      * ground truth can.
      */
-    boolean pinsOldPages(int lkey, long address) {
-        Pinned p = byKey.get(lkey);
-        return p != null && p.physical() + (address - p.address()) != arena.backing(address);
-    }
-
-    /** Whether {@code lkey}'s register call began before {@code epoch} (the oracle's I1 check). */
-    boolean beganBefore(int lkey, long epoch) {
-        Pinned p = byKey.get(lkey);
-        return p != null && p.beganAt() < epoch;
+    boolean pinsOldPages(Pinned p, long address) {
+        return p.physical() + (address - p.address()) != arena.backing(address);
     }
 
     /** The NIC writes {@code data} at virtual {@code address} with {@code lkey}, for allocation {@code intended}. */

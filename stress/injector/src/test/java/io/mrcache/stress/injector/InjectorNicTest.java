@@ -1,7 +1,11 @@
 package io.mrcache.stress.injector;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
+import io.mrcache.core.Access;
+import io.mrcache.core.Registration;
 import io.mrcache.verbs.sim.SimulatedHca;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
@@ -9,16 +13,34 @@ import org.junit.jupiter.api.Test;
 
 class InjectorNicTest {
     @Test
-    void aKeysLeaseCountIsForgottenWhenItReturnsToZeroSoASoakDoesNotGrow() {
+    void aDeregistrationWhileAWorkerHoldsALeaseIsCountedAndTheKeyIsForgottenAfter() {
         InjectorNic nic = new InjectorNic(new SimulatedHca().accountOnly(), new AtomicLong(), 0, false, false,
                 ThreadLocal.withInitial(() -> new SplittableRandom(1)));
-        nic.leased(7, 1);
-        nic.leased(7, 1);
-        nic.leased(9, 1);
-        nic.leased(7, -1);
-        assertEquals(2, nic.leasedKeys());
-        nic.leased(7, -1);
-        nic.leased(9, -1);
-        assertEquals(0, nic.leasedKeys(), "every lease was released: no key should stay tracked");
+        MallocArena arena = new MallocArena(false, nic::liveFromBefore);
+        nic.attach(arena);
+        try {
+            MallocArena.Allocation a = arena.allocate(0);
+            assertNotNull(a);
+            Registration leasedThrough = nic.register(a.address(), a.length(), Access.LOCAL_WRITE);
+            InjectorNic.Pinned p = nic.pinned(leasedThrough.lkey());
+            assertNotNull(p);
+            InjectorNic.leased(p, 1);
+            InjectorNic.leased(p, 1);
+            InjectorNic.leased(p, -1);
+            nic.deregister(leasedThrough); // one lease still held
+            assertEquals(1, nic.deregisteredUnderLease.sum());
+            assertNull(nic.pinned(leasedThrough.lkey()), "a dead key leaves the NIC's records, lease count and all");
+
+            Registration released = nic.register(a.address(), a.length(), Access.LOCAL_WRITE);
+            InjectorNic.Pinned q = nic.pinned(released.lkey());
+            InjectorNic.leased(q, 1);
+            InjectorNic.leased(q, -1);
+            InjectorNic.leased(null, 1); // a dead key's lease: nothing to count, nothing kept
+            nic.deregister(released);
+            assertEquals(1, nic.deregisteredUnderLease.sum(), "every lease on it was released first");
+            assertEquals(0, nic.doubleDeregistrations.sum());
+        } finally {
+            arena.close();
+        }
     }
 }
