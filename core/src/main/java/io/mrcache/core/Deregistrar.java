@@ -4,6 +4,7 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.LongSupplier;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
@@ -11,14 +12,23 @@ import java.util.function.Consumer;
  * Makes each deregistration attempt of a retired region, and keeps the ones that fail. Never throws: whatever
  * the registrar throws, the keys are still live, so the region stays where every overlapping invalidation
  * sees it (the cache's retiring index), enters the quarantine, the stages waiting on the attempt complete
- * exceptionally, and a retry is scheduled ({@link DeregistrationRetry}) or left to
- * {@link #retryQuarantined()}.
+ * exceptionally, and a retry falls due after the {@link DeregistrationRetry} delay (or is left to
+ * {@link #retryQuarantined()}).
+ *
+ * <p>A due retry runs in the next thread that makes a deregistration attempt (it is already making registrar
+ * calls), or else on the {@link RetryTimer} thread at most {@link #FALLBACK_GRACE_NANOS} after it fell due.
+ * Under load retries thus cost no wake-up at all, where a timer per failure cost one or two; a thread's
+ * sleep and wake-up is the dearest thing a busy cache can do on a virtual machine.
  *
  * <p>It shares the cache's lock: a failed attempt swaps in the region's next outcome under it, so an
  * invalidation (which reads that outcome under the same lock) waits either for the failed attempt or for the
  * retry, never for neither.
  */
 final class Deregistrar {
+    /** How long after its due time an idle cache's retry may wait for the timer: 10 ms. */
+    static final long FALLBACK_GRACE_NANOS = 10_000_000L;
+    private static final long NONE_DUE = Long.MAX_VALUE;
+
     private final Registrar registrar;
     private final CacheMetrics metrics;
     private final DeregistrationRetry retry;
@@ -26,25 +36,43 @@ final class Deregistrar {
     private final ReentrantLock lock;
     /** Called after a successful attempt: unlinks the region from the retiring index (under the lock). */
     private final Consumer<Region> forget;
-    /** Regions whose deregistration failed and that no attempt is running for now. */
+    private final LongSupplier clock;
+    /** Regions whose deregistration failed and that no attempt is running for now, with their due times. */
     @GuardedBy("lock")
-    private final List<Region> quarantine = new ArrayList<>();
+    private final List<Quarantined> quarantine = new ArrayList<>();
+    /** The earliest due time in the quarantine ({@link #NONE_DUE}: none, or manual retries): read without the lock. */
+    private volatile long nextDue = NONE_DUE;
+    /** When the pending fallback timer fires (clock time), or {@link #NONE_DUE} when none is pending. */
+    @GuardedBy("lock")
+    private long timerAt = NONE_DUE;
+
+    private record Quarantined(Region region, long dueAt) {
+    }
 
     Deregistrar(Registrar registrar, CacheMetrics metrics, DeregistrationRetry retry, int faults, ReentrantLock lock,
-            Consumer<Region> forget) {
+            LongSupplier clock, Consumer<Region> forget) {
         this.registrar = registrar;
         this.metrics = metrics;
         this.retry = retry;
         this.faults = faults;
         this.lock = lock;
+        this.clock = clock;
         this.forget = forget;
     }
 
     /**
      * One deregistration attempt of a retired, unleased region whose claim the caller won (or that it took
-     * out of the quarantine). Outside the lock, like every registrar call.
+     * out of the quarantine), then the retries that are due. Outside the lock, like every registrar call.
      */
     void deregister(Region r) {
+        attempt(r);
+        long due = nextDue;
+        if (due != NONE_DUE && clock.getAsLong() - due >= 0) {
+            retryDue();
+        }
+    }
+
+    private void attempt(Region r) {
         Throwable failure = null;
         try {
             registrar.deregister(r.registration);
@@ -59,12 +87,17 @@ final class Deregistrar {
         }
         metrics.increment(CacheCounter.DEREGISTRATION_FAILURES);
         CompletableFuture<Void> failedAttempt;
-        long retryDelay;
+        long timerDelay = -1;
         lock.lock();
         try {
             failedAttempt = r.startRetry();
-            retryDelay = retry.delayNanos(r.failedDeregistrations);
-            quarantine.add(r);
+            long now = clock.getAsLong();
+            long dueAt = now + retry.delayNanos(r.failedDeregistrations);
+            quarantine.add(new Quarantined(r, dueAt));
+            if (retry.automatic()) {
+                nextDue = Math.min(nextDue, dueAt);
+                timerDelay = armTimer(now, dueAt);
+            }
         } finally {
             lock.unlock();
         }
@@ -73,22 +106,74 @@ final class Deregistrar {
         } else {
             failedAttempt.completeExceptionally(DeregistrationException.of(r.registration, failure));
         }
-        if (retry.automatic()) {
-            RetryTimer.schedule(() -> retryOne(r), retryDelay);
+        if (timerDelay >= 0) {
+            RetryTimer.schedule(this::onTimer, timerDelay);
         }
     }
 
-    private void retryOne(Region r) {
-        boolean taken;
+    /**
+     * Arms the fallback timer for a retry due at {@code dueAt} unless the pending one fires early enough;
+     * returns its delay, or -1. One timer covers every retry that falls due up to a grace before it fires.
+     */
+    @GuardedBy("lock")
+    private long armTimer(long now, long dueAt) {
+        long fireAt = dueAt + FALLBACK_GRACE_NANOS;
+        if (timerAt != NONE_DUE && timerAt - fireAt <= 0) {
+            return -1;
+        }
+        timerAt = fireAt;
+        return Math.max(0, fireAt - now);
+    }
+
+    private void onTimer() {
         lock.lock();
         try {
-            taken = quarantine.remove(r); // a manual retry may have taken it first
+            timerAt = NONE_DUE;
         } finally {
             lock.unlock();
         }
-        if (taken) {
+        retryDue();
+        long rearm = -1;
+        lock.lock();
+        try {
+            if (!quarantine.isEmpty() && retry.automatic()) { // retries not due yet, or that failed again
+                long earliest = NONE_DUE;
+                for (Quarantined q : quarantine) {
+                    earliest = Math.min(earliest, q.dueAt());
+                }
+                rearm = armTimer(clock.getAsLong(), earliest);
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (rearm >= 0) {
+            RetryTimer.schedule(this::onTimer, rearm);
+        }
+    }
+
+    /** Takes the quarantined regions that are due (each by one thread only) and makes one attempt for each. */
+    private void retryDue() {
+        List<Region> due = new ArrayList<>(2);
+        lock.lock();
+        try {
+            long now = clock.getAsLong();
+            long earliest = NONE_DUE;
+            for (var it = quarantine.iterator(); it.hasNext();) {
+                Quarantined q = it.next();
+                if (now - q.dueAt() >= 0) {
+                    due.add(q.region());
+                    it.remove();
+                } else {
+                    earliest = Math.min(earliest, q.dueAt());
+                }
+            }
+            nextDue = retry.automatic() ? earliest : NONE_DUE;
+        } finally {
+            lock.unlock();
+        }
+        for (Region r : due) {
             metrics.increment(CacheCounter.DEREGISTRATION_RETRIES);
-            deregister(r);
+            attempt(r);
         }
     }
 
@@ -97,14 +182,15 @@ final class Deregistrar {
         List<Region> batch;
         lock.lock();
         try {
-            batch = new ArrayList<>(quarantine);
+            batch = quarantine.stream().map(Quarantined::region).toList();
             quarantine.clear();
+            nextDue = NONE_DUE;
         } finally {
             lock.unlock();
         }
         for (Region r : batch) {
             metrics.increment(CacheCounter.DEREGISTRATION_RETRIES);
-            deregister(r);
+            attempt(r);
         }
         return quarantinedCount();
     }
@@ -112,7 +198,7 @@ final class Deregistrar {
     List<Registration> quarantined() {
         lock.lock();
         try {
-            return quarantine.stream().map(r -> r.registration).toList();
+            return quarantine.stream().map(q -> q.region().registration).toList();
         } finally {
             lock.unlock();
         }

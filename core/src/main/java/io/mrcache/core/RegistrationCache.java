@@ -188,7 +188,8 @@ public final class RegistrationCache implements AutoCloseable {
                 : new LeakDetector(b.leakListener, () -> metrics.increment(CacheCounter.LEAKED_LEASES), b.leakDetection);
         this.ownsRegistrar = b.ownsRegistrar;
         this.planner = new MissPlanner(alignment, b.mergePolicy, widenRemote);
-        this.deregistrar = new Deregistrar(registrar, metrics, b.retry, faults, lock, this::forgetDeregistered);
+        this.deregistrar = new Deregistrar(registrar, metrics, b.retry, faults, lock, b.retryClock,
+                this::forgetDeregistered);
         this.eviction = new EvictionPolicy(budget, metrics, faults, this::unlinkEvicted, deregistrar);
         this.recovery = new RegistrationRecovery(registrar, metrics, budget, planner, lock, this::evictIdle);
     }
@@ -832,6 +833,7 @@ public final class RegistrationCache implements AutoCloseable {
         private MergePolicy mergePolicy = MergePolicy.OVERLAPPING;
         private boolean widenRemote;
         private LongSupplier nanoClock = System::nanoTime;
+        private LongSupplier retryClock = System::nanoTime;
         private LeakDetection leakDetection = LeakDetection.DISABLED;
         private boolean ownsRegistrar;
         private Consumer<LeakReport> leakListener = LeakDetector::log;
@@ -910,6 +912,12 @@ public final class RegistrationCache implements AutoCloseable {
          */
         public Builder deregistrationRetry(DeregistrationRetry retry) {
             this.retry = Objects.requireNonNull(retry, "retry");
+            return this;
+        }
+
+        /** Test seam: the clock that says when a quarantined retry falls due (to run one without waiting). */
+        Builder retryClock(LongSupplier clock) {
+            this.retryClock = Objects.requireNonNull(clock, "clock");
             return this;
         }
 

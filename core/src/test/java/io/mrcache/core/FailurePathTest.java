@@ -222,9 +222,10 @@ class FailurePathTest extends CacheTestSupport {
     }
 
     @Test
-    void automaticRetriesRunOnTheCachesRetryThreadNotOnASharedPool() throws Exception {
+    void anIdleCachesRetriesRunOnTheRetryThreadNotOnASharedPool() throws Exception {
+        // delays long enough that the failing call's own check for due retries cannot find this one due
         RegistrationCache cache = RegistrationCache.builder(registrar)
-                .deregistrationRetry(DeregistrationRetry.backoff(Duration.ofMillis(1), Duration.ofMillis(2))).build();
+                .deregistrationRetry(DeregistrationRetry.backoff(Duration.ofMillis(50), Duration.ofMillis(100))).build();
         cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
         List<String> attemptThreads = Collections.synchronizedList(new ArrayList<>());
         registrar.deregisterFailures(r -> {
@@ -237,6 +238,67 @@ class FailurePathTest extends CacheTestSupport {
         // a blocking ibv_dereg_mr must not occupy the common pool, and one thread's wake-up per retry suffices
         assertEquals(List.of("mrcache-deregistration-retry", "mrcache-deregistration-retry"),
                 attemptThreads.subList(1, 3), "threads of the attempts: " + attemptThreads);
+        cache.close();
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aDueRetryRunsInTheThreadOfTheNextDeregistrationWithoutWaitingForTheTimer() {
+        long[] now = {0};
+        Duration hour = Duration.ofHours(1); // the fallback timer cannot fire during the test
+        RegistrationCache cache = RegistrationCache.builder(registrar).retryClock(() -> now[0])
+                .deregistrationRetry(DeregistrationRetry.backoff(hour, hour)).build();
+        Lease refused = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        refused.close();
+        cache.acquire(BASE + 16 * PAGE, PAGE, LOCAL_WRITE).close();
+        cache.acquire(BASE + 32 * PAGE, PAGE, LOCAL_WRITE).close();
+        List<String> retryThreads = Collections.synchronizedList(new ArrayList<>());
+        AtomicInteger attemptsOnRefused = new AtomicInteger();
+        registrar.deregisterFailures(r -> {
+            if (r.address() != BASE) {
+                return null;
+            }
+            if (attemptsOnRefused.incrementAndGet() == 1) {
+                return new RegistrationException("EBUSY", EBUSY);
+            }
+            retryThreads.add(Thread.currentThread().getName());
+            return null;
+        });
+        stageFailure(cache.invalidate(BASE, PAGE).toCompletableFuture());
+        cache.invalidate(BASE + 16 * PAGE, PAGE).toCompletableFuture().join();
+        assertEquals(1, cache.quarantined().size(), "not due yet: another deregistration leaves it quarantined");
+        assertEquals(1, attemptsOnRefused.get());
+
+        now[0] += hour.toNanos(); // due now
+        cache.invalidate(BASE + 32 * PAGE, PAGE).toCompletableFuture().join();
+        assertEquals(List.of(Thread.currentThread().getName()), retryThreads,
+                "the retry ran in the thread of the next deregistration, not on a timer");
+        assertTrue(cache.quarantined().isEmpty());
+        assertFalse(registrar.isLive(refused.registration()));
+        assertEquals(1, cache.metrics().get(CacheCounter.DEREGISTRATION_RETRIES));
+        cache.close();
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void theRetryTimerRetriesEveryRegionAnIdleCacheQuarantined() throws Exception {
+        RegistrationCache cache = RegistrationCache.builder(registrar)
+                .deregistrationRetry(DeregistrationRetry.backoff(Duration.ofMillis(1), Duration.ofMillis(4))).build();
+        List<Registration> regions = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            Lease l = cache.acquire(BASE + i * 16 * PAGE, PAGE, LOCAL_WRITE);
+            regions.add(l.registration());
+            l.close();
+        }
+        AtomicInteger refusals = new AtomicInteger();
+        registrar.deregisterFailures(r -> refusals.incrementAndGet() <= 5 ? new RegistrationException("EBUSY", EBUSY)
+                : null); // each region's first attempt, and two of the retries: a second backoff round
+        for (int i = 0; i < 3; i++) {
+            stageFailure(cache.invalidate(BASE + i * 16 * PAGE, PAGE).toCompletableFuture());
+        }
+        waitFor(() -> regions.stream().noneMatch(registrar::isLive)); // retried until deregistered
+        assertTrue(cache.quarantined().isEmpty());
+        assertEquals(5, cache.metrics().get(CacheCounter.DEREGISTRATION_RETRIES), "three retries, then the two refused among them once more");
         cache.close();
         registrar.assertBalanced();
     }
