@@ -18,14 +18,14 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
@@ -89,6 +89,10 @@ public final class AddressReuseInjector {
     private static final int PATTERN_BYTES = 64;
     private static final int HOOK_DELAY_OPS = 3;
     private static final int POOL = 512;
+    /** Stale peer writes queued before the peer thread is woken for them. */
+    private static final int PEER_BATCH = 8;
+    /** How long a free whose stage failed waits before it is announced again: 5 ms. */
+    private static final long REHOOK_NANOS = 5_000_000L;
     private static final int LOW_WATER = 96;
     private static final int CLOSE_RACE_ROUNDS = 12;
     private static final int[] ACCESS = {Access.LOCAL_WRITE, Access.LOCAL_WRITE | Access.LOCAL_READ,
@@ -100,6 +104,10 @@ public final class AddressReuseInjector {
     /** A stale peer's fire-and-forget remote write, for the peer thread. */
     /** A worker's keys for one use, and the NIC's record of the registration behind them (null: a dead key). */
     private record Held(CacheUnderTest.Handle handle, InjectorNic.@Nullable Pinned pinned) {
+    }
+
+    /** A free to announce again at {@code dueNanos} ({@link System#nanoTime}), its stage having failed. */
+    private record Rehook(long dueNanos, long address, long length, Runnable then) {
     }
 
     private record RemoteWrite(int rkey, long address, MemorySegment data, long intended) {
@@ -139,12 +147,15 @@ public final class AddressReuseInjector {
         final ConcurrentHashMap<Object, String> stuck = new ConcurrentHashMap<>();
         final AtomicBoolean stop = new AtomicBoolean();
         final Throwable[] failure = new Throwable[1];
-        final ScheduledExecutorService rehooks = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "injector-rehook");
-            t.setDaemon(true);
-            return t;
-        });
+        /**
+         * Frees whose stage completed exceptionally, to announce again once due: the workers (and at the end the
+         * main thread) deliver them between operations, as an allocator retries on its next call, so that no
+         * timer thread's wake-up preempts a worker. In due order: every one waits the same {@link #REHOOK_NANOS}.
+         */
+        final ConcurrentLinkedQueue<Rehook> rehooks = new ConcurrentLinkedQueue<>();
         final BlockingQueue<RemoteWrite> peerQueue = new ArrayBlockingQueue<>(1024);
+        /** The peer thread (null with one worker); woken per {@link #PEER_BATCH} writes, not per write. */
+        volatile @Nullable Thread peer;
         final Arena buffers = Arena.ofShared();
         CacheUnderTest cache;
 
@@ -176,6 +187,7 @@ public final class AddressReuseInjector {
             cache = factory.create(nic, config);
             arena.presentPages(cache.readsPageFrames());
             Thread peer = config.threads() > 1 ? startPeer() : null;
+            this.peer = peer;
             Thread[] workers = new Thread[config.threads()];
             for (int t = 0; t < workers.length; t++) {
                 long quota = config.operations() / workers.length + (t < config.operations() % workers.length ? 1 : 0);
@@ -203,6 +215,7 @@ public final class AddressReuseInjector {
             }
             if (peer != null) {
                 peerQueue.add(new RemoteWrite(0, 0, MemorySegment.NULL, 0));
+                LockSupport.unpark(peer);
                 join(peer, 5000);
             }
             if (failure[0] != null) {
@@ -213,7 +226,6 @@ public final class AddressReuseInjector {
             Map<String, Long> coverage = coverage();
             nic.stopFailingDeregistrations();
             closeQuietly(cache);
-            rehooks.shutdownNow();
             double seconds = (System.nanoTime() - started) / 1e9;
             long leaked = hca.liveRegistrations() + leakedAtCloseRace.get();
             InjectorReport report = new InjectorReport(cache.name(), done.sum(), nic.staleWrites.sum(), corrupted.sum(),
@@ -297,20 +309,23 @@ public final class AddressReuseInjector {
 
         private Thread startPeer() {
             return Thread.ofPlatform().daemon().name("injector-peer").start(() -> {
-                try {
-                    for (;;) {
-                        RemoteWrite w = peerQueue.take();
-                        if (w.rkey() == 0 && w.address() == 0) {
+                for (;;) {
+                    RemoteWrite w = peerQueue.poll();
+                    if (w == null) {
+                        LockSupport.park(this); // until a batch is queued (or the end's marker)
+                        if (Thread.interrupted()) {
                             return;
                         }
-                        try {
-                            nic.remoteWrite(w.rkey(), w.address(), w.data(), w.intended());
-                        } catch (RuntimeException e) {
-                            fail(e);
-                        }
+                        continue;
                     }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
+                    if (w.rkey() == 0 && w.address() == 0) {
+                        return;
+                    }
+                    try {
+                        nic.remoteWrite(w.rkey(), w.address(), w.data(), w.intended());
+                    } catch (RuntimeException e) {
+                        fail(e);
+                    }
                 }
             });
         }
@@ -330,6 +345,7 @@ public final class AddressReuseInjector {
             // a run stopped at its first violation is judged already: do not wait long for a broken cache's stages
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(stop.get() ? 1 : 30);
             while (pendingHooks.get() > 0 && System.nanoTime() < deadline) {
+                deliverDueRehooks();
                 sleep(1);
             }
             if (DEBUG && pendingHooks.get() > 0) {
@@ -405,9 +421,24 @@ public final class AddressReuseInjector {
                     }
                     pendingHooks.decrementAndGet();
                 } else { // a key may still be live: ask again later, as an allocator that honours the stage does
-                    rehooks.schedule(() -> hook(address, length, then), 5, TimeUnit.MILLISECONDS);
+                    rehooks.add(new Rehook(System.nanoTime() + REHOOK_NANOS, address, length, then));
                 }
             });
+        }
+
+        /** Announces again the frees whose {@link #REHOOK_NANOS} are up. */
+        void deliverDueRehooks() {
+            while (!rehooks.isEmpty()) {
+                Rehook due;
+                synchronized (rehooks) { // the head's check and its removal as one: another thread may take it
+                    Rehook head = rehooks.peek();
+                    if (head == null || System.nanoTime() - head.dueNanos() < 0) {
+                        return;
+                    }
+                    due = rehooks.poll();
+                }
+                hook(due.address(), due.length(), due.then());
+            }
         }
 
         long violations() {
@@ -496,6 +527,9 @@ public final class AddressReuseInjector {
             while (freed < quota) {
                 op++;
                 deliverDelayedHooks(false);
+                if (!run.rehooks.isEmpty()) {
+                    run.deliverDueRehooks();
+                }
                 if ((op & 31) == 0 && run.config.stopAtFirstViolation() && run.violations() > 0) {
                     run.stop.set(true);
                 }
@@ -702,6 +736,10 @@ public final class AddressReuseInjector {
             }
             // a stale peer's write lands whenever the peer gets to it, racing the frees; garbage is never rewritten
             run.peerQueue.put(new RemoteWrite(rkey, address, data, intended));
+            if (run.peerQueue.size() >= PEER_BATCH) {
+                // woken per batch: each wake-up of a third thread preempts a worker on this 2-processor machine
+                LockSupport.unpark(run.peer);
+            }
             return false;
         }
 
