@@ -4,9 +4,9 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.LongSupplier;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 /**
  * Makes each deregistration attempt of a retired region, and keeps the ones that fail. Never throws: whatever

@@ -22,6 +22,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -299,6 +300,27 @@ class FailurePathTest extends CacheTestSupport {
         waitFor(() -> regions.stream().noneMatch(registrar::isLive)); // retried until deregistered
         assertTrue(cache.quarantined().isEmpty());
         assertEquals(5, cache.metrics().get(CacheCounter.DEREGISTRATION_RETRIES), "three retries, then the two refused among them once more");
+        cache.close();
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aTimerThatFiresBeforeTheRetryIsDueFiresAgainLater() throws Exception {
+        AtomicLong now = new AtomicLong(); // the retries' clock stands still until the test moves it
+        RegistrationCache cache = RegistrationCache.builder(registrar).retryClock(now::get)
+                .deregistrationRetry(DeregistrationRetry.backoff(Duration.ofMillis(1), Duration.ofMillis(1))).build();
+        Lease lease = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        lease.close();
+        AtomicInteger attempts = new AtomicInteger();
+        registrar.deregisterFailures(r -> attempts.incrementAndGet() == 1 ? new RegistrationException("EBUSY", EBUSY)
+                : null);
+        stageFailure(cache.invalidate(BASE, PAGE).toCompletableFuture());
+        Thread.sleep(40); // the timer (1 ms + the 10 ms grace) fires and finds nothing due by the retries' clock
+        assertEquals(1, attempts.get(), "not due: no retry yet");
+        assertTrue(registrar.isLive(lease.registration()));
+        now.addAndGet(Duration.ofMillis(2).toNanos());
+        waitFor(() -> !registrar.isLive(lease.registration())); // a timer armed again retries it
+        assertEquals(2, attempts.get());
         cache.close();
         registrar.assertBalanced();
     }

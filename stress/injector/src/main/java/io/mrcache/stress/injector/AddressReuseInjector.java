@@ -101,7 +101,6 @@ public final class AddressReuseInjector {
     private AddressReuseInjector() {
     }
 
-    /** A stale peer's fire-and-forget remote write, for the peer thread. */
     /** A worker's keys for one use, and the NIC's record of the registration behind them (null: a dead key). */
     private record Held(CacheUnderTest.Handle handle, InjectorNic.@Nullable Pinned pinned) {
     }
@@ -110,6 +109,7 @@ public final class AddressReuseInjector {
     private record Rehook(long dueNanos, long address, long length, Runnable then) {
     }
 
+    /** A stale peer's fire-and-forget remote write, for the peer thread. */
     private record RemoteWrite(int rkey, long address, MemorySegment data, long intended) {
     }
 
