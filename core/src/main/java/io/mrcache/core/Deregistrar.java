@@ -4,6 +4,7 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
@@ -45,6 +46,8 @@ final class Deregistrar {
     /** When the pending fallback timer fires (clock time), or {@link #NONE_DUE} when none is pending. */
     @GuardedBy("lock")
     private long timerAt = NONE_DUE;
+    /** Fallback timers scheduled (for tests: one covers many retries). */
+    private final AtomicInteger timersScheduled = new AtomicInteger();
 
     private record Quarantined(Region region, long dueAt) {
     }
@@ -107,6 +110,7 @@ final class Deregistrar {
             failedAttempt.completeExceptionally(DeregistrationException.of(r.registration, failure));
         }
         if (timerDelay >= 0) {
+            timersScheduled.incrementAndGet();
             RetryTimer.schedule(this::onTimer, timerDelay);
         }
     }
@@ -147,6 +151,7 @@ final class Deregistrar {
             lock.unlock();
         }
         if (rearm >= 0) {
+            timersScheduled.incrementAndGet();
             RetryTimer.schedule(this::onTimer, rearm);
         }
     }
@@ -193,6 +198,10 @@ final class Deregistrar {
             attempt(r);
         }
         return quarantinedCount();
+    }
+
+    int timersScheduledForTest() {
+        return timersScheduled.get();
     }
 
     List<Registration> quarantined() {

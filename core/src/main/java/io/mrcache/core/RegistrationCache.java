@@ -781,6 +781,11 @@ public final class RegistrationCache implements AutoCloseable {
         return index.all();
     }
 
+    /** Fallback timers the deregistration retries scheduled (tests check that one covers many retries). */
+    int retryTimersScheduledForTest() {
+        return deregistrar.timersScheduledForTest();
+    }
+
     /** Regions the eviction policy holds (tests check that every region leaving the index leaves it). */
     long policySizeForTest() {
         return eviction.sizeForTest();

@@ -317,10 +317,67 @@ class FailurePathTest extends CacheTestSupport {
         stageFailure(cache.invalidate(BASE, PAGE).toCompletableFuture());
         Thread.sleep(40); // the timer (1 ms + the 10 ms grace) fires and finds nothing due by the retries' clock
         assertEquals(1, attempts.get(), "not due: no retry yet");
+        int timers = cache.retryTimersScheduledForTest();
+        assertTrue(timers >= 1 && timers <= 6, timers + " timers in 40 ms: each waits the delay and the grace");
         assertTrue(registrar.isLive(lease.registration()));
         now.addAndGet(Duration.ofMillis(2).toNanos());
         waitFor(() -> !registrar.isLive(lease.registration())); // a timer armed again retries it
         assertEquals(2, attempts.get());
+        cache.close();
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void oneTimerCoversRetriesThatFallDueTogether() throws Exception {
+        AtomicLong now = new AtomicLong();
+        RegistrationCache cache = RegistrationCache.builder(registrar).retryClock(now::get)
+                .deregistrationRetry(DeregistrationRetry.backoff(Duration.ofMillis(1), Duration.ofMillis(1))).build();
+        List<Registration> regions = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            Lease l = cache.acquire(BASE + i * 16 * PAGE, PAGE, LOCAL_WRITE);
+            regions.add(l.registration());
+            l.close();
+        }
+        AtomicInteger attempts = new AtomicInteger();
+        registrar.deregisterFailures(r -> attempts.incrementAndGet() <= 3 ? new RegistrationException("EBUSY", EBUSY)
+                : null);
+        for (int i = 0; i < 3; i++) { // all three at the same instant of the retries' clock
+            stageFailure(cache.invalidate(BASE + i * 16 * PAGE, PAGE).toCompletableFuture());
+        }
+        assertEquals(1, cache.retryTimersScheduledForTest(), "three retries due at once, one timer");
+        now.addAndGet(Duration.ofMillis(2).toNanos());
+        waitFor(() -> regions.stream().noneMatch(registrar::isLive));
+        cache.close();
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aRetryDueLaterStaysWithTheDeregistrationsThatFollow() {
+        long[] now = {0};
+        Duration hour = Duration.ofHours(1); // the fallback timer cannot fire during the test
+        RegistrationCache cache = RegistrationCache.builder(registrar).retryClock(() -> now[0])
+                .deregistrationRetry(DeregistrationRetry.backoff(hour, hour)).build();
+        List<Registration> regs = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            Lease l = cache.acquire(BASE + i * 16 * PAGE, PAGE, LOCAL_WRITE);
+            regs.add(l.registration());
+            l.close();
+        }
+        AtomicInteger attempts = new AtomicInteger();
+        registrar.deregisterFailures(r -> r.address() < BASE + 32 * PAGE && attempts.incrementAndGet() <= 2
+                ? new RegistrationException("EBUSY", EBUSY) : null); // the first two regions' first attempts
+        stageFailure(cache.invalidate(BASE, PAGE).toCompletableFuture());
+        now[0] += Duration.ofMinutes(1).toNanos();
+        stageFailure(cache.invalidate(BASE + 16 * PAGE, PAGE).toCompletableFuture()); // due a minute later
+
+        now[0] = hour.toNanos(); // the first is due
+        cache.invalidate(BASE + 32 * PAGE, PAGE).toCompletableFuture().join();
+        assertFalse(registrar.isLive(regs.get(0)));
+        assertTrue(registrar.isLive(regs.get(1)), "not due yet");
+        now[0] += Duration.ofMinutes(1).toNanos(); // the second is due
+        cache.invalidate(BASE + 48 * PAGE, PAGE).toCompletableFuture().join();
+        assertFalse(registrar.isLive(regs.get(1)), "the next deregistration after it fell due retried it");
+        assertEquals(2, cache.metrics().get(CacheCounter.DEREGISTRATION_RETRIES));
         cache.close();
         registrar.assertBalanced();
     }
