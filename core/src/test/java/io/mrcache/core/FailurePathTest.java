@@ -23,6 +23,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -247,12 +248,8 @@ class FailurePathTest extends CacheTestSupport {
     void aDueRetryRunsInTheThreadOfTheNextDeregistrationWithoutWaitingForTheTimer() {
         long[] now = {0};
         Duration hour = Duration.ofHours(1); // the fallback timer cannot fire during the test
-        RegistrationCache cache = RegistrationCache.builder(registrar).retryClock(() -> now[0])
-                .deregistrationRetry(DeregistrationRetry.backoff(hour, hour)).build();
-        Lease refused = cache.acquire(BASE, PAGE, LOCAL_WRITE);
-        refused.close();
-        cache.acquire(BASE + 16 * PAGE, PAGE, LOCAL_WRITE).close();
-        cache.acquire(BASE + 32 * PAGE, PAGE, LOCAL_WRITE).close();
+        RegistrationCache cache = withRetryClock(() -> now[0], hour);
+        Registration refused = registeredAndReleased(cache, 3).get(0);
         List<String> retryThreads = Collections.synchronizedList(new ArrayList<>());
         AtomicInteger attemptsOnRefused = new AtomicInteger();
         registrar.deregisterFailures(r -> {
@@ -275,7 +272,7 @@ class FailurePathTest extends CacheTestSupport {
         assertEquals(List.of(Thread.currentThread().getName()), retryThreads,
                 "the retry ran in the thread of the next deregistration, not on a timer");
         assertTrue(cache.quarantined().isEmpty());
-        assertFalse(registrar.isLive(refused.registration()));
+        assertFalse(registrar.isLive(refused));
         assertEquals(1, cache.metrics().get(CacheCounter.DEREGISTRATION_RETRIES));
         cache.close();
         registrar.assertBalanced();
@@ -285,12 +282,7 @@ class FailurePathTest extends CacheTestSupport {
     void theRetryTimerRetriesEveryRegionAnIdleCacheQuarantined() throws Exception {
         RegistrationCache cache = RegistrationCache.builder(registrar)
                 .deregistrationRetry(DeregistrationRetry.backoff(Duration.ofMillis(1), Duration.ofMillis(4))).build();
-        List<Registration> regions = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            Lease l = cache.acquire(BASE + i * 16 * PAGE, PAGE, LOCAL_WRITE);
-            regions.add(l.registration());
-            l.close();
-        }
+        List<Registration> regions = registeredAndReleased(cache, 3);
         AtomicInteger refusals = new AtomicInteger();
         registrar.deregisterFailures(r -> refusals.incrementAndGet() <= 5 ? new RegistrationException("EBUSY", EBUSY)
                 : null); // each region's first attempt, and two of the retries: a second backoff round
@@ -307,8 +299,7 @@ class FailurePathTest extends CacheTestSupport {
     @Test
     void aTimerThatFiresBeforeTheRetryIsDueFiresAgainLater() throws Exception {
         AtomicLong now = new AtomicLong(); // the retries' clock stands still until the test moves it
-        RegistrationCache cache = RegistrationCache.builder(registrar).retryClock(now::get)
-                .deregistrationRetry(DeregistrationRetry.backoff(Duration.ofMillis(1), Duration.ofMillis(1))).build();
+        RegistrationCache cache = withRetryClock(now::get, Duration.ofMillis(1));
         Lease lease = cache.acquire(BASE, PAGE, LOCAL_WRITE);
         lease.close();
         AtomicInteger attempts = new AtomicInteger();
@@ -330,14 +321,8 @@ class FailurePathTest extends CacheTestSupport {
     @Test
     void oneTimerCoversRetriesThatFallDueTogether() throws Exception {
         AtomicLong now = new AtomicLong();
-        RegistrationCache cache = RegistrationCache.builder(registrar).retryClock(now::get)
-                .deregistrationRetry(DeregistrationRetry.backoff(Duration.ofMillis(1), Duration.ofMillis(1))).build();
-        List<Registration> regions = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            Lease l = cache.acquire(BASE + i * 16 * PAGE, PAGE, LOCAL_WRITE);
-            regions.add(l.registration());
-            l.close();
-        }
+        RegistrationCache cache = withRetryClock(now::get, Duration.ofMillis(1));
+        List<Registration> regions = registeredAndReleased(cache, 3);
         AtomicInteger attempts = new AtomicInteger();
         registrar.deregisterFailures(r -> attempts.incrementAndGet() <= 3 ? new RegistrationException("EBUSY", EBUSY)
                 : null);
@@ -355,14 +340,8 @@ class FailurePathTest extends CacheTestSupport {
     void aRetryDueLaterStaysWithTheDeregistrationsThatFollow() {
         long[] now = {0};
         Duration hour = Duration.ofHours(1); // the fallback timer cannot fire during the test
-        RegistrationCache cache = RegistrationCache.builder(registrar).retryClock(() -> now[0])
-                .deregistrationRetry(DeregistrationRetry.backoff(hour, hour)).build();
-        List<Registration> regs = new ArrayList<>();
-        for (int i = 0; i < 4; i++) {
-            Lease l = cache.acquire(BASE + i * 16 * PAGE, PAGE, LOCAL_WRITE);
-            regs.add(l.registration());
-            l.close();
-        }
+        RegistrationCache cache = withRetryClock(() -> now[0], hour);
+        List<Registration> regs = registeredAndReleased(cache, 4);
         AtomicInteger attempts = new AtomicInteger();
         registrar.deregisterFailures(r -> r.address() < BASE + 32 * PAGE && attempts.incrementAndGet() <= 2
                 ? new RegistrationException("EBUSY", EBUSY) : null); // the first two regions' first attempts
@@ -380,6 +359,23 @@ class FailurePathTest extends CacheTestSupport {
         assertEquals(2, cache.metrics().get(CacheCounter.DEREGISTRATION_RETRIES));
         cache.close();
         registrar.assertBalanced();
+    }
+
+    /** A cache whose retries fall due by {@code clock}, each {@code delay} after its failure. */
+    private RegistrationCache withRetryClock(LongSupplier clock, Duration delay) {
+        return RegistrationCache.builder(registrar).retryClock(clock)
+                .deregistrationRetry(DeregistrationRetry.backoff(delay, delay)).build();
+    }
+
+    /** Registers and releases {@code n} one-page regions 16 pages apart from {@code BASE}. */
+    private static List<Registration> registeredAndReleased(RegistrationCache cache, int n) {
+        List<Registration> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Lease l = cache.acquire(BASE + i * 16 * PAGE, PAGE, LOCAL_WRITE);
+            out.add(l.registration());
+            l.close();
+        }
+        return out;
     }
 
     @Test
