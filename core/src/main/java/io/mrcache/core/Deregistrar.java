@@ -41,7 +41,10 @@ final class Deregistrar {
     /** Regions whose deregistration failed and that no attempt is running for now, with their due times. */
     @GuardedBy("lock")
     private final List<Quarantined> quarantine = new ArrayList<>();
-    /** The earliest due time in the quarantine ({@link #NONE_DUE}: none, or manual retries): read without the lock. */
+    /**
+     * The earliest due time in the quarantine ({@link #NONE_DUE}: none, or manual retries). Written under the
+     * lock, read without it by every deregistration.
+     */
     private volatile long nextDue = NONE_DUE;
     /** When the pending fallback timer fires (clock time), or {@link #NONE_DUE} when none is pending. */
     @GuardedBy("lock")
@@ -110,9 +113,13 @@ final class Deregistrar {
             failedAttempt.completeExceptionally(DeregistrationException.of(r.registration, failure));
         }
         if (timerDelay >= 0) {
-            timersScheduled.incrementAndGet();
-            RetryTimer.schedule(this::onTimer, timerDelay);
+            scheduleTimer(timerDelay);
         }
+    }
+
+    private void scheduleTimer(long delayNanos) {
+        timersScheduled.incrementAndGet();
+        RetryTimer.schedule(this::onTimer, delayNanos);
     }
 
     /**
@@ -140,23 +147,21 @@ final class Deregistrar {
         long rearm = -1;
         lock.lock();
         try {
-            if (!quarantine.isEmpty() && retry.automatic()) { // retries not due yet, or that failed again
-                long earliest = NONE_DUE;
-                for (Quarantined q : quarantine) {
-                    earliest = Math.min(earliest, q.dueAt());
-                }
-                rearm = armTimer(clock.getAsLong(), earliest);
+            if (nextDue != NONE_DUE) { // retries not due yet, or that failed again
+                rearm = armTimer(clock.getAsLong(), nextDue);
             }
         } finally {
             lock.unlock();
         }
         if (rearm >= 0) {
-            timersScheduled.incrementAndGet();
-            RetryTimer.schedule(this::onTimer, rearm);
+            scheduleTimer(rearm);
         }
     }
 
-    /** Takes the quarantined regions that are due (each by one thread only) and makes one attempt for each. */
+    /**
+     * Takes the quarantined regions that are due (each by one thread only) and makes one attempt for each.
+     * Only automatic retries get here (manual ones never set {@link #nextDue}).
+     */
     private void retryDue() {
         List<Region> due = new ArrayList<>(2);
         lock.lock();
@@ -172,7 +177,7 @@ final class Deregistrar {
                     earliest = Math.min(earliest, q.dueAt());
                 }
             }
-            nextDue = retry.automatic() ? earliest : NONE_DUE;
+            nextDue = earliest;
         } finally {
             lock.unlock();
         }

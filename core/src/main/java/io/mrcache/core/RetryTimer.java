@@ -4,11 +4,12 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The one daemon thread, shared by every cache, that runs automatic deregistration retries when they fall due.
- * A retry's attempt runs on this thread itself: one wake-up per retry. (Handing it on to a pool, as
- * {@code CompletableFuture.delayedExecutor} does, costs a second wake-up and a pool thread's spinning; under a
- * steady rate of failing deregistrations that was measurable CPU taken from the threads doing the work.)
- * A registrar whose deregistration blocks therefore delays the other retries that are due; none is lost.
+ * The one daemon thread, shared by every cache, that runs the automatic deregistration retries no caller ran
+ * ({@link Deregistrar}: a due retry runs in the next thread that deregisters; this is the fallback for an idle
+ * cache). A retry's attempt runs on this thread itself, not handed on to a pool as
+ * {@code CompletableFuture.delayedExecutor} would (a second wake-up, and a blocking {@code ibv_dereg_mr} in the
+ * common pool). A registrar whose deregistration blocks therefore delays the other retries due here; none is
+ * lost.
  */
 final class RetryTimer {
     private static final ScheduledThreadPoolExecutor TIMER = start();
