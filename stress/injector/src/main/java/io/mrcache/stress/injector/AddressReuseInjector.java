@@ -527,9 +527,7 @@ public final class AddressReuseInjector {
             while (freed < quota) {
                 op++;
                 deliverDelayedHooks(false);
-                if (!run.rehooks.isEmpty()) {
-                    run.deliverDueRehooks();
-                }
+                run.deliverDueRehooks();
                 if ((op & 31) == 0 && run.config.stopAtFirstViolation() && run.violations() > 0) {
                     run.stop.set(true);
                 }

@@ -81,10 +81,6 @@ final class InjectorNic implements Registrar {
             return physical;
         }
 
-        long beganAt() {
-            return beganAt;
-        }
-
         @Nullable Registration hca() {
             return hca;
         }
@@ -237,7 +233,7 @@ final class InjectorNic implements Registrar {
         }
         int n = 0;
         for (Pinned p : byChunk.get(c)) {
-            if (p.beganAt() < freeEpoch && p.overlaps(address, address + length)) {
+            if (p.beganBefore(freeEpoch) && p.overlaps(address, address + length)) {
                 n++;
                 if (AddressReuseInjector.DEBUG) {
                     System.err.printf("REUSED WHILE REGISTERED [0x%x,+%d) freed at %d: %s%n", address, length,
