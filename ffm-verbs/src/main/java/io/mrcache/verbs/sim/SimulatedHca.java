@@ -37,7 +37,8 @@ import org.jspecify.annotations.Nullable;
  * bytes, as {@code ibv_reg_mr} does past the limit.
  */
 public final class SimulatedHca {
-    private static final int MAX_SLOTS = 1 << 20;
+    /** Keys this HCA can have live at once: a key's slot ({@link #slotOf}) is below this. */
+    public static final int MAX_SLOTS = 1 << 20;
 
     /** A registered region as the HCA sees it. */
     private static final class Mr {
@@ -59,19 +60,22 @@ public final class SimulatedHca {
 
     private final long pageSize = Libc.pageSize();
     private final AtomicReferenceArray<Mr> slots = new AtomicReferenceArray<>(MAX_SLOTS);
-    private final int[] generations = new int[MAX_SLOTS]; // guarded by keyLock
-    private final ArrayDeque<Integer> freeSlots = new ArrayDeque<>(); // guarded by keyLock
-    private int nextSlot = 1; // guarded by keyLock; slot 0 unused so that key 0 is never valid
-    private final Object keyLock = new Object();
-
-    private final Map<Long, Integer> pinsPerPage = new HashMap<>(); // guarded by pinLock
-    private final Object pinLock = new Object();
+    /**
+     * Guards keys, pins and counts together: a registration or a deregistration takes it once. (With a lock for
+     * keys, one for pins and atomic counters, the two threads of a soak passed five cache lines back and forth
+     * per registration.)
+     */
+    private final Object lock = new Object();
+    private final int[] generations = new int[MAX_SLOTS]; // guarded by lock
+    private final ArrayDeque<Integer> freeSlots = new ArrayDeque<>(); // guarded by lock
+    private int nextSlot = 1; // guarded by lock; slot 0 unused so that key 0 is never valid
+    private final Map<Long, Integer> pinsPerPage = new HashMap<>(); // guarded by lock
+    private long pinnedBytes; // guarded by lock
+    private long registeredBytes; // guarded by lock
+    private long registrations; // guarded by lock
+    private long deregistrations; // guarded by lock
     private volatile boolean pinningRefused;
     private volatile boolean pinning = true;
-    private final AtomicLong pinnedBytes = new AtomicLong();
-    private final AtomicLong registeredBytes = new AtomicLong();
-    private final AtomicLong registrations = new AtomicLong();
-    private final AtomicLong deregistrations = new AtomicLong();
     private final AtomicLong nextPd = new AtomicLong(1);
     private volatile long memlockLimit = Long.MAX_VALUE;
     private volatile Consumer<String> warnings =
@@ -124,18 +128,19 @@ public final class SimulatedHca {
         Access.validate(access);
         long first = address & -pageSize;
         long end = (address + length + pageSize - 1) & -pageSize;
-        pin(first, end);
         int key;
-        try {
-            key = allocateKey();
-        } catch (RegistrationException e) {
-            unpin(first, end);
-            throw e;
+        synchronized (lock) {
+            pin(first, end);
+            try {
+                key = allocateKey();
+            } catch (RegistrationException e) {
+                unpin(first, end);
+                throw e;
+            }
+            registrations++;
+            registeredBytes += length;
         }
-        Mr mr = new Mr(key, pd, address, length, access);
-        slots.set(key >>> 8, mr);
-        registrations.incrementAndGet();
-        registeredBytes.addAndGet(length);
+        slots.set(key >>> 8, new Mr(key, pd, address, length, access));
         return new Registration(address, length, access, key, key, pd, key);
     }
 
@@ -155,15 +160,15 @@ public final class SimulatedHca {
             mr.alive = false;
         }
         slots.compareAndSet(key >>> 8, mr, null);
-        synchronized (keyLock) {
+        synchronized (lock) {
             int slot = key >>> 8;
             if (generations[slot] < 255) {
                 freeSlots.add(slot);
             } // else retired for good: its next generation would wrap onto dead keys
+            unpin(mr.address & -pageSize, (mr.address + mr.length + pageSize - 1) & -pageSize);
+            deregistrations++;
+            registeredBytes -= mr.length;
         }
-        unpin(mr.address & -pageSize, (mr.address + mr.length + pageSize - 1) & -pageSize);
-        deregistrations.incrementAndGet();
-        registeredBytes.addAndGet(-mr.length);
     }
 
     /** A peer's RDMA write of {@code data} to {@code remoteAddress} with {@code rkey}, from a QP in {@code pd}. */
@@ -206,24 +211,34 @@ public final class SimulatedHca {
 
     /** Distinct bytes pinned now (pages under at least one registration). */
     public long pinnedBytes() {
-        return pinnedBytes.get();
+        synchronized (lock) {
+            return pinnedBytes;
+        }
     }
 
     /** Bytes under live registrations, counted once per registration. */
     public long registeredBytes() {
-        return registeredBytes.get();
+        synchronized (lock) {
+            return registeredBytes;
+        }
     }
 
     public long registrations() {
-        return registrations.get();
+        synchronized (lock) {
+            return registrations;
+        }
     }
 
     public long deregistrations() {
-        return deregistrations.get();
+        synchronized (lock) {
+            return deregistrations;
+        }
     }
 
     public long liveRegistrations() {
-        return registrations.get() - deregistrations.get();
+        synchronized (lock) {
+            return registrations - deregistrations;
+        }
     }
 
     /** True when mlock was refused and the HCA only accounts pins. */
@@ -266,6 +281,11 @@ public final class SimulatedHca {
         }
     }
 
+    /** The slot of {@code key}, in {@code [0, MAX_SLOTS)}: no two live keys share one. */
+    public static int slotOf(int key) {
+        return key >>> 8;
+    }
+
     private @Nullable Mr slot(int key) {
         int slot = key >>> 8;
         if (slot <= 0 || slot >= MAX_SLOTS) {
@@ -275,71 +295,67 @@ public final class SimulatedHca {
         return mr != null && mr.key == key ? mr : null;
     }
 
+    /** Under {@link #lock}. */
     private int allocateKey() {
-        synchronized (keyLock) {
-            int slot;
-            if (!freeSlots.isEmpty()) {
-                slot = freeSlots.poll();
-                generations[slot]++;
-            } else if (nextSlot < MAX_SLOTS) {
-                slot = nextSlot++;
-            } else {
-                throw new RegistrationException("simulated HCA is out of keys (" + MAX_SLOTS + " slots)",
-                        Errno.ENOMEM);
-            }
-            return slot << 8 | generations[slot];
+        int slot;
+        if (!freeSlots.isEmpty()) {
+            slot = freeSlots.poll();
+            generations[slot]++;
+        } else if (nextSlot < MAX_SLOTS) {
+            slot = nextSlot++;
+        } else {
+            throw new RegistrationException("simulated HCA is out of keys (" + MAX_SLOTS + " slots)", Errno.ENOMEM);
         }
+        return slot << 8 | generations[slot];
     }
 
+    /** Under {@link #lock}. */
     private void pin(long first, long end) {
-        synchronized (pinLock) {
-            long newly = 0;
-            for (long page = first; page < end; page += pageSize) {
-                if (!pinsPerPage.containsKey(page)) {
-                    newly += pageSize;
-                }
+        long newly = 0;
+        for (long page = first; page < end; page += pageSize) {
+            if (!pinsPerPage.containsKey(page)) {
+                newly += pageSize;
             }
-            if (pinnedBytes.get() + newly > memlockLimit) {
-                throw new RegistrationException(String.format("simulated ibv_reg_mr: pinning %,d more bytes would"
-                        + " exceed the memlock limit of %,d bytes (%,d pinned)", newly, memlockLimit,
-                        pinnedBytes.get()), Errno.ENOMEM);
-            }
-            long runStart = -1;
-            for (long page = first; page < end; page += pageSize) {
-                int n = pinsPerPage.merge(page, 1, Integer::sum);
-                if (n == 1 && runStart < 0) {
-                    runStart = page;
-                } else if (n > 1 && runStart >= 0) {
-                    mlock(runStart, page - runStart);
-                    runStart = -1;
-                }
-            }
-            if (runStart >= 0) {
-                mlock(runStart, end - runStart);
-            }
-            pinnedBytes.addAndGet(newly);
         }
+        if (pinnedBytes + newly > memlockLimit) {
+            throw new RegistrationException(String.format("simulated ibv_reg_mr: pinning %,d more bytes would"
+                    + " exceed the memlock limit of %,d bytes (%,d pinned)", newly, memlockLimit, pinnedBytes),
+                    Errno.ENOMEM);
+        }
+        long runStart = -1;
+        for (long page = first; page < end; page += pageSize) {
+            int n = pinsPerPage.merge(page, 1, Integer::sum);
+            if (n == 1 && runStart < 0) {
+                runStart = page;
+            } else if (n > 1 && runStart >= 0) {
+                mlock(runStart, page - runStart);
+                runStart = -1;
+            }
+        }
+        if (runStart >= 0) {
+            mlock(runStart, end - runStart);
+        }
+        pinnedBytes += newly;
     }
 
+    /** Under {@link #lock}. */
     private void unpin(long first, long end) {
-        synchronized (pinLock) {
-            long runStart = -1;
-            for (long page = first; page < end; page += pageSize) {
-                int n = pinsPerPage.merge(page, -1, Integer::sum);
-                if (n == 0) {
-                    pinsPerPage.remove(page);
-                    pinnedBytes.addAndGet(-pageSize);
-                    if (runStart < 0) {
-                        runStart = page;
-                    }
-                } else if (runStart >= 0) {
-                    munlock(runStart, page - runStart);
-                    runStart = -1;
+        long runStart = -1;
+        for (long page = first; page < end; page += pageSize) {
+            int n = pinsPerPage.merge(page, -1, Integer::sum);
+            if (n == 0) {
+                pinsPerPage.remove(page);
+                pinnedBytes -= pageSize;
+                if (runStart < 0) {
+                    runStart = page;
                 }
+            } else if (runStart >= 0) {
+                munlock(runStart, page - runStart);
+                runStart = -1;
             }
-            if (runStart >= 0) {
-                munlock(runStart, end - runStart);
-            }
+        }
+        if (runStart >= 0) {
+            munlock(runStart, end - runStart);
         }
     }
 

@@ -642,7 +642,7 @@ public final class AddressReuseInjector {
             for (Live l : span) {
                 reusedAfter = Math.max(reusedAfter, l.a().reusedAfter());
             }
-            Held held = acquire(from, to - from, access, reusedAfter);
+            Held held = acquire(from, to - from, access, reusedAfter, span.get(0).a().physical());
             if (held == null) {
                 return;
             }
@@ -672,7 +672,7 @@ public final class AddressReuseInjector {
             } else {
                 landed = run.nic.localWrite(h.lkey(), a.address() + offset, data, a.id());
             }
-            long physical = run.arena.backing(a.address() + offset);
+            long physical = a.physical() + offset; // the pages stay while the allocation is live
             MemorySegment mine = MemorySegment.ofAddress(physical).reinterpret(size);
             for (int i = 0; i < size; i += 8) {
                 if (mine.get(ValueLayout.JAVA_LONG, i) != word) {
@@ -695,10 +695,11 @@ public final class AddressReuseInjector {
 
         /**
          * Acquires; the oracle (ground truth, no library has it) counts a stale hit: keys whose registration began
-         * before the last free of these bytes (I1), or that pin pages no longer backing them. With
-         * {@link InjectorConfig#oracleCheck()} it invalidates and retries instead. Null when registration failed.
+         * before the last free of these bytes (I1), or that pin pages other than {@code backing}, the physical
+         * address of {@code address} now. With {@link InjectorConfig#oracleCheck()} it invalidates and retries
+         * instead. Null when registration failed.
          */
-        private @Nullable Held acquire(long address, long length, int access, long reusedAfter) {
+        private @Nullable Held acquire(long address, long length, int access, long reusedAfter, long backing) {
             for (int attempt = 0;; attempt++) {
                 CacheUnderTest.Handle h;
                 try {
@@ -708,7 +709,7 @@ public final class AddressReuseInjector {
                     return null;
                 }
                 InjectorNic.Pinned p = run.nic.pinned(h.lkey()); // null: a dead key, which the writes will meet
-                if (p == null || !p.beganBefore(reusedAfter) && !run.nic.pinsOldPages(p, address)) {
+                if (p == null || !p.beganBefore(reusedAfter) && !InjectorNic.pinsOldPages(p, address, backing)) {
                     return new Held(h, p);
                 }
                 if (!run.config.oracleCheck() || attempt >= 3) {

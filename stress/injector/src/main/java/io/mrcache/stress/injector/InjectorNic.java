@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Stream;
 import org.jspecify.annotations.Nullable;
@@ -120,7 +121,12 @@ final class InjectorNic implements Registrar {
     private volatile boolean failingDeregistration;
     private final ThreadLocal<SplittableRandom> faultRandom;
     private MallocArena arena;
-    private final ConcurrentHashMap<Integer, Pinned> byKey = new ConcurrentHashMap<>();
+    /**
+     * Live registrations by their key's slot at the HCA (no two live keys share one; an entry's key is checked on
+     * lookup): one array slot written per registration, where a map wrote its nodes and its size counter, lines
+     * the two workers handed back and forth.
+     */
+    private final AtomicReferenceArray<Pinned> byKey = new AtomicReferenceArray<>(SimulatedHca.MAX_SLOTS);
     /** Per chunk: registrations over it, live or being made (added before the HCA call). */
     private final List<Set<Pinned>> byChunk = Stream.<Set<Pinned>>generate(ConcurrentHashMap::newKeySet)
             .limit(MallocArena.CHUNKS).toList();
@@ -182,14 +188,14 @@ final class InjectorNic implements Registrar {
             throw e;
         }
         p.hca = hcaReg;
-        byKey.put(hcaReg.lkey(), p);
+        byKey.set(SimulatedHca.slotOf(hcaReg.lkey()), p);
         registrations.increment();
         return new Registration(address, length, access, hcaReg.lkey(), hcaReg.rkey(), pd, hcaReg.handle());
     }
 
     @Override
     public void deregister(Registration registration) {
-        Pinned p = byKey.get(registration.lkey());
+        Pinned p = pinned(registration.lkey());
         if (p == null) {
             doubleDeregistrations.increment();
             if (AddressReuseInjector.DEBUG) {
@@ -215,7 +221,9 @@ final class InjectorNic implements Registrar {
             }
             throw e;
         }
-        byKey.remove(registration.lkey()); // after: a write holding p now meets a dead key at the HCA
+        // after: a write holding p now meets a dead key at the HCA; a compare-and-set, because the HCA may have
+        // given the slot to another thread's registration already
+        byKey.compareAndSet(SimulatedHca.slotOf(registration.lkey()), p, null);
         byChunk.get(arena.chunkOf(p.address())).remove(p);
         arena.unpin(p.run());
     }
@@ -249,7 +257,9 @@ final class InjectorNic implements Registrar {
      * the oracle's checks and the lease count ({@link #leased}).
      */
     @Nullable Pinned pinned(int lkey) {
-        return byKey.get(lkey);
+        Pinned p = byKey.get(SimulatedHca.slotOf(lkey));
+        Registration r = p == null ? null : p.hca(); // set before the entry is
+        return r != null && r.lkey() == lkey ? p : null;
     }
 
     /** A worker took (+1) or released (-1) a lease on {@code p}'s keys (null: a dead key, nothing to count). */
@@ -260,12 +270,12 @@ final class InjectorNic implements Registrar {
     }
 
     /**
-     * The oracle's view of a hit: whether {@code p} pinned pages that no longer back
-     * {@code address} (its chunk was unmapped and mapped again since). No library can see this; the injector's
-     * ground truth can.
+     * The oracle's view of a hit: whether {@code p} pinned pages that no longer back {@code address}, which
+     * {@code backing} backs now (its chunk was unmapped and mapped again since). No library can see this; the
+     * injector's ground truth can.
      */
-    boolean pinsOldPages(Pinned p, long address) {
-        return p.physical() + (address - p.address()) != arena.backing(address);
+    static boolean pinsOldPages(Pinned p, long address, long backing) {
+        return p.physical() + (address - p.address()) != backing;
     }
 
     /** The NIC writes {@code data} at virtual {@code address} with {@code lkey}, for allocation {@code intended}. */
@@ -279,8 +289,8 @@ final class InjectorNic implements Registrar {
     }
 
     private boolean write(int key, long address, MemorySegment data, boolean remote, long intended) {
-        Pinned p = byKey.get(key);
-        if (p == null || p.hca() == null) {
+        Pinned p = pinned(key);
+        if (p == null) {
             (remote ? rejectedRemote : rejectedLocal).increment();
             return false;
         }
@@ -288,8 +298,7 @@ final class InjectorNic implements Registrar {
         // Classify by the owner and the pages before the write: bytes are reused only after the key's
         // deregistration, which the HCA orders after any write it accepted, so an accepted write's
         // classification cannot be overtaken by a reuse (reading after the write could be).
-        long owner = arena.ownerOf(address);
-        long backing = arena.backing(address);
+        int before = arena.classify(address, intended, target);
         try {
             if (remote) {
                 hca.rdmaWrite(pd, key, target, data);
@@ -300,13 +309,13 @@ final class InjectorNic implements Registrar {
             (remote ? rejectedRemote : rejectedLocal).increment();
             return false;
         }
-        if (owner == 0) {
+        if (before == MallocArena.FREE) {
             writesAfterFree.increment();
-        } else if (owner != intended || backing != target) {
+        } else if (before == MallocArena.OTHER) {
             staleWrites.increment();
             if (AddressReuseInjector.DEBUG) {
-                System.err.printf("STALE WRITE key 0x%x at 0x%x owner %d intended %d backing 0x%x target 0x%x remote %b"
-                        + " pinned %s%n", key, address, owner, intended, backing, target, remote, p);
+                System.err.printf("STALE WRITE key 0x%x at 0x%x intended %d target 0x%x remote %b pinned %s%n", key,
+                        address, intended, target, remote, p);
             }
         }
         return true;

@@ -43,9 +43,11 @@ final class MallocArena {
 
     /**
      * One live allocation; {@code reusedAfter} is the epoch at which the last free of its bytes began (0 for
-     * bytes never used before): no registration begun before it may serve this allocation.
+     * bytes never used before): no registration begun before it may serve this allocation. {@code physical} is
+     * where its first byte lies in the physical view: fixed while it is live, since a chunk is unmapped only
+     * when every slot in it is free.
      */
-    record Allocation(long id, int chunk, int slot, long address, long length, long reusedAfter) {
+    record Allocation(long id, int chunk, int slot, long address, long length, long reusedAfter, long physical) {
         long end() {
             return address + length;
         }
@@ -183,7 +185,8 @@ final class MallocArena {
         long id = nextId++;
         owner[c][s] = id;
         reusableSlots[c]--;
-        return new Allocation(id, c, s, address, length, Math.max(slotFreedAt[c][s], chunkFreedAt[c]));
+        return new Allocation(id, c, s, address, length, Math.max(slotFreedAt[c][s], chunkFreedAt[c]),
+                run[c] + (address - chunkAddress(c)));
     }
 
     /**
@@ -277,20 +280,28 @@ final class MallocArena {
         unmappedChunks.add(u.chunk());
     }
 
-    /** The allocation id owning {@code address} now; 0 when the byte is free or unmapped. */
-    synchronized long ownerOf(long address) {
+    /** What a write to {@code address} meets now: {@link #FREE}, {@link #INTENDED} or {@link #OTHER}. */
+    static final int FREE = 0;
+    /** The write lands in allocation {@code intended}, through the pages that back it now. */
+    static final int INTENDED = 1;
+    /** Another allocation owns the byte, or other pages back it now. */
+    static final int OTHER = 2;
+
+    /**
+     * Whom a write at virtual {@code address} that reaches physical {@code target} serves now: no live owner (the
+     * byte is free or unmapped), allocation {@code intended} through its current pages, or someone else. One
+     * hold of the monitor for both questions.
+     */
+    synchronized int classify(long address, long intended, long target) {
         int c = chunkOf(address);
         if (c < 0 || state[c] != ChunkState.MAPPED) {
-            return 0;
+            return FREE;
         }
-        int s = (int) ((address - chunkAddress(c)) / SIZES[chunkClass[c]]);
-        return owner[c][s];
-    }
-
-    /** The physical address backing virtual {@code address} now; 0 when unmapped. */
-    synchronized long backing(long address) {
-        int c = chunkOf(address);
-        return c < 0 || state[c] != ChunkState.MAPPED ? 0 : run[c] + (address - chunkAddress(c));
+        long id = owner[c][(int) ((address - chunkAddress(c)) / SIZES[chunkClass[c]])];
+        if (id == 0) {
+            return FREE;
+        }
+        return id == intended && run[c] + (address - chunkAddress(c)) == target ? INTENDED : OTHER;
     }
 
     /**
