@@ -38,6 +38,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class FailurePathTest extends CacheTestSupport {
     static final int EBUSY = 16;
+    /** A retry delay the fallback timer cannot reach while a test runs: the test's own clock decides. */
+    private static final Duration HOUR = Duration.ofHours(1);
 
     RegistrationCache manualRetryCache() {
         return RegistrationCache.builder(registrar).deregistrationRetry(DeregistrationRetry.MANUAL).build();
@@ -247,8 +249,7 @@ class FailurePathTest extends CacheTestSupport {
     @Test
     void aDueRetryRunsInTheThreadOfTheNextDeregistrationWithoutWaitingForTheTimer() {
         long[] now = {0};
-        Duration hour = Duration.ofHours(1); // the fallback timer cannot fire during the test
-        RegistrationCache cache = withRetryClock(() -> now[0], hour);
+        RegistrationCache cache = withRetryClock(() -> now[0], HOUR);
         Registration refused = registeredAndReleased(cache, 3).get(0);
         List<String> retryThreads = Collections.synchronizedList(new ArrayList<>());
         AtomicInteger attemptsOnRefused = new AtomicInteger();
@@ -267,7 +268,7 @@ class FailurePathTest extends CacheTestSupport {
         assertEquals(1, cache.quarantined().size(), "not due yet: another deregistration leaves it quarantined");
         assertEquals(1, attemptsOnRefused.get());
 
-        now[0] += hour.toNanos(); // due now
+        now[0] += HOUR.toNanos(); // due now
         cache.invalidate(BASE + 32 * PAGE, PAGE).toCompletableFuture().join();
         assertEquals(List.of(Thread.currentThread().getName()), retryThreads,
                 "the retry ran in the thread of the next deregistration, not on a timer");
@@ -339,8 +340,7 @@ class FailurePathTest extends CacheTestSupport {
     @Test
     void aRetryDueLaterStaysWithTheDeregistrationsThatFollow() {
         long[] now = {0};
-        Duration hour = Duration.ofHours(1); // the fallback timer cannot fire during the test
-        RegistrationCache cache = withRetryClock(() -> now[0], hour);
+        RegistrationCache cache = withRetryClock(() -> now[0], HOUR);
         List<Registration> regs = registeredAndReleased(cache, 4);
         AtomicInteger attempts = new AtomicInteger();
         registrar.deregisterFailures(r -> r.address() < BASE + 32 * PAGE && attempts.incrementAndGet() <= 2
@@ -349,7 +349,7 @@ class FailurePathTest extends CacheTestSupport {
         now[0] += Duration.ofMinutes(1).toNanos();
         stageFailure(cache.invalidate(BASE + 16 * PAGE, PAGE).toCompletableFuture()); // due a minute later
 
-        now[0] = hour.toNanos(); // the first is due
+        now[0] = HOUR.toNanos(); // the first is due
         cache.invalidate(BASE + 32 * PAGE, PAGE).toCompletableFuture().join();
         assertFalse(registrar.isLive(regs.get(0)));
         assertTrue(registrar.isLive(regs.get(1)), "not due yet");

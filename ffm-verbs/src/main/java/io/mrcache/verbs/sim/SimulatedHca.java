@@ -140,7 +140,7 @@ public final class SimulatedHca {
             registrations++;
             registeredBytes += length;
         }
-        slots.set(key >>> 8, new Mr(key, pd, address, length, access));
+        slots.set(slotOf(key), new Mr(key, pd, address, length, access));
         return new Registration(address, length, access, key, key, pd, key);
     }
 
@@ -159,9 +159,9 @@ public final class SimulatedHca {
             }
             mr.alive = false;
         }
-        slots.compareAndSet(key >>> 8, mr, null);
+        int slot = slotOf(key);
+        slots.compareAndSet(slot, mr, null);
         synchronized (lock) {
-            int slot = key >>> 8;
             if (generations[slot] < 255) {
                 freeSlots.add(slot);
             } // else retired for good: its next generation would wrap onto dead keys
@@ -287,7 +287,7 @@ public final class SimulatedHca {
     }
 
     private @Nullable Mr slot(int key) {
-        int slot = key >>> 8;
+        int slot = slotOf(key);
         if (slot <= 0 || slot >= MAX_SLOTS) {
             return null;
         }

@@ -78,8 +78,9 @@ final class InjectorNic implements Registrar {
             return run;
         }
 
-        long physical() {
-            return physical;
+        /** Where the NIC reaches virtual {@code at} (inside this registration) through the pages it pinned. */
+        long physicalOf(long at) {
+            return physical + (at - address);
         }
 
         @Nullable Registration hca() {
@@ -275,7 +276,7 @@ final class InjectorNic implements Registrar {
      * injector's ground truth can.
      */
     static boolean pinsOldPages(Pinned p, long address, long backing) {
-        return p.physical() + (address - p.address()) != backing;
+        return p.physicalOf(address) != backing;
     }
 
     /** The NIC writes {@code data} at virtual {@code address} with {@code lkey}, for allocation {@code intended}. */
@@ -294,11 +295,11 @@ final class InjectorNic implements Registrar {
             (remote ? rejectedRemote : rejectedLocal).increment();
             return false;
         }
-        long target = p.physical() + (address - p.address());
+        long target = p.physicalOf(address);
         // Classify by the owner and the pages before the write: bytes are reused only after the key's
         // deregistration, which the HCA orders after any write it accepted, so an accepted write's
         // classification cannot be overtaken by a reuse (reading after the write could be).
-        int before = arena.classify(address, intended, target);
+        MallocArena.Meets before = arena.classify(address, intended, target);
         try {
             if (remote) {
                 hca.rdmaWrite(pd, key, target, data);
@@ -309,9 +310,9 @@ final class InjectorNic implements Registrar {
             (remote ? rejectedRemote : rejectedLocal).increment();
             return false;
         }
-        if (before == MallocArena.FREE) {
+        if (before == MallocArena.Meets.FREE) {
             writesAfterFree.increment();
-        } else if (before == MallocArena.OTHER) {
+        } else if (before == MallocArena.Meets.OTHER) {
             staleWrites.increment();
             if (AddressReuseInjector.DEBUG) {
                 System.err.printf("STALE WRITE key 0x%x at 0x%x intended %d target 0x%x remote %b pinned %s%n", key,

@@ -186,7 +186,7 @@ final class MallocArena {
         owner[c][s] = id;
         reusableSlots[c]--;
         return new Allocation(id, c, s, address, length, Math.max(slotFreedAt[c][s], chunkFreedAt[c]),
-                run[c] + (address - chunkAddress(c)));
+                backing(c, address));
     }
 
     /**
@@ -280,28 +280,30 @@ final class MallocArena {
         unmappedChunks.add(u.chunk());
     }
 
-    /** What a write to {@code address} meets now: {@link #FREE}, {@link #INTENDED} or {@link #OTHER}. */
-    static final int FREE = 0;
-    /** The write lands in allocation {@code intended}, through the pages that back it now. */
-    static final int INTENDED = 1;
-    /** Another allocation owns the byte, or other pages back it now. */
-    static final int OTHER = 2;
+    /** Whom a write meets ({@link #classify}). */
+    enum Meets {
+        /** No live owner: the byte is free or unmapped. */
+        FREE,
+        /** The intended allocation, through the pages that back it now. */
+        INTENDED,
+        /** Another allocation owns the byte, or other pages back it now. */
+        OTHER
+    }
 
     /**
-     * Whom a write at virtual {@code address} that reaches physical {@code target} serves now: no live owner (the
-     * byte is free or unmapped), allocation {@code intended} through its current pages, or someone else. One
-     * hold of the monitor for both questions.
+     * Whom a write at virtual {@code address} that reaches physical {@code target} meets now, when allocation
+     * {@code intended} is meant. One hold of the monitor for owner and pages both.
      */
-    synchronized int classify(long address, long intended, long target) {
+    synchronized Meets classify(long address, long intended, long target) {
         int c = chunkOf(address);
         if (c < 0 || state[c] != ChunkState.MAPPED) {
-            return FREE;
+            return Meets.FREE;
         }
         long id = owner[c][(int) ((address - chunkAddress(c)) / SIZES[chunkClass[c]])];
         if (id == 0) {
-            return FREE;
+            return Meets.FREE;
         }
-        return id == intended && run[c] + (address - chunkAddress(c)) == target ? INTENDED : OTHER;
+        return id == intended && backing(c, address) == target ? Meets.INTENDED : Meets.OTHER;
     }
 
     /**
@@ -324,6 +326,11 @@ final class MallocArena {
         if (runPins[i] == 0 && !runMapped[i]) {
             freeRuns.add(r);
         }
+    }
+
+    /** The physical address behind {@code address} in mapped chunk {@code c}. */
+    private long backing(int c, long address) {
+        return run[c] + (address - chunkAddress(c));
     }
 
     private int runIndex(long r) {
