@@ -126,8 +126,8 @@ public final class SimulatedHca {
                     + " length " + length, Errno.EINVAL);
         }
         Access.validate(access);
-        long first = address & -pageSize;
-        long end = (address + length + pageSize - 1) & -pageSize;
+        long first = firstPage(address);
+        long end = pagesEnd(address, length);
         int key;
         synchronized (lock) {
             pin(first, end);
@@ -165,7 +165,7 @@ public final class SimulatedHca {
             if (generations[slot] < 255) {
                 freeSlots.add(slot);
             } // else retired for good: its next generation would wrap onto dead keys
-            unpin(mr.address & -pageSize, (mr.address + mr.length + pageSize - 1) & -pageSize);
+            unpin(firstPage(mr.address), pagesEnd(mr.address, mr.length));
             deregistrations++;
             registeredBytes -= mr.length;
         }
@@ -307,6 +307,16 @@ public final class SimulatedHca {
             throw new RegistrationException("simulated HCA is out of keys (" + MAX_SLOTS + " slots)", Errno.ENOMEM);
         }
         return slot << 8 | generations[slot];
+    }
+
+    /** The start of the page that holds {@code address}. */
+    private long firstPage(long address) {
+        return address & -pageSize;
+    }
+
+    /** The end of the last page that {@code [address, address + length)} touches. */
+    private long pagesEnd(long address, long length) {
+        return (address + length + pageSize - 1) & -pageSize;
     }
 
     /** Under {@link #lock}. */
