@@ -46,7 +46,7 @@ final class SoakCommand implements Callable<Integer> {
                     + " without mlock, which otherwise bounds the rate. The detectors are the same either way.")
     String pinning;
 
-    @Option(names = "--slow-every", defaultValue = "8",
+    @Option(names = "--slow-every", defaultValue = "32",
             description = "slow-registration makes one registration in this many (at random) 20 us slower"
                     + " (default ${DEFAULT-VALUE}; 1 makes every one slow, as the demo does: the spin is CPU time and"
                     + " then bounds the rate).")

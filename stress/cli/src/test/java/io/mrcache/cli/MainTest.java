@@ -138,7 +138,7 @@ class MainTest {
         assertTrue(r[1].contains("20,000 lifecycles in"), r[1]);
         assertTrue(r[1].contains("lifecycles/s") && r[1].contains("zero on every detector"), r[1]);
         assertTrue(r[1].contains("pinning account"), r[1]);
-        assertTrue(r[1].contains("slow registration 1 in 8"), r[1]);
+        assertTrue(r[1].contains("slow registration 1 in 32"), r[1]);
         assertTrue(r[1].matches("(?s).*acquires served from the cache \\(hits\\): [1-9][0-9,]*; registrations made: [1-9].*"),
                 r[1]);
         String[] bad = capture("soak", "--pinning", "madvise");
