@@ -6,6 +6,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.mrcache.verbs.Errno;
 import io.mrcache.verbs.NativeException;
 import io.mrcache.verbs.internal.Libc;
+import io.mrcache.verbs.internal.Pages;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicLong;
@@ -108,8 +109,8 @@ public final class UnmapMonitor implements AutoCloseable {
      * memory (EINVAL otherwise: file mappings, the JVM's own heap).
      */
     public void watch(long address, long length) {
-        long start = address & -pageSize;
-        long end = (address + length + pageSize - 1) & -pageSize;
+        long start = Pages.firstPage(address, pageSize);
+        long end = Pages.pagesEnd(address, length, pageSize);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment reg = arena.allocate(32, 8);
             reg.set(JAVA_LONG, 0, start);
@@ -122,8 +123,8 @@ public final class UnmapMonitor implements AutoCloseable {
 
     /** Stops watching a range (no error if it was already unmapped). */
     public void unwatch(long address, long length) {
-        long start = address & -pageSize;
-        long end = (address + length + pageSize - 1) & -pageSize;
+        long start = Pages.firstPage(address, pageSize);
+        long end = Pages.pagesEnd(address, length, pageSize);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment range = arena.allocate(16, 8);
             range.set(JAVA_LONG, 0, start);

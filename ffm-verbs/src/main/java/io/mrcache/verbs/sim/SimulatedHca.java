@@ -6,6 +6,7 @@ import io.mrcache.core.RegistrationException;
 import io.mrcache.verbs.Errno;
 import io.mrcache.verbs.NativeException;
 import io.mrcache.verbs.internal.Libc;
+import io.mrcache.verbs.internal.Pages;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.HashMap;
@@ -126,8 +127,8 @@ public final class SimulatedHca {
                     + " length " + length, Errno.EINVAL);
         }
         Access.validate(access);
-        long first = firstPage(address);
-        long end = pagesEnd(address, length);
+        long first = Pages.firstPage(address, pageSize);
+        long end = Pages.pagesEnd(address, length, pageSize);
         int key;
         synchronized (lock) {
             pin(first, end);
@@ -165,7 +166,7 @@ public final class SimulatedHca {
             if (generations[slot] < 255) {
                 freeSlots.add(slot);
             } // else retired for good: its next generation would wrap onto dead keys
-            unpin(firstPage(mr.address), pagesEnd(mr.address, mr.length));
+            unpin(Pages.firstPage(mr.address, pageSize), Pages.pagesEnd(mr.address, mr.length, pageSize));
             deregistrations++;
             registeredBytes -= mr.length;
         }
@@ -307,16 +308,6 @@ public final class SimulatedHca {
             throw new RegistrationException("simulated HCA is out of keys (" + MAX_SLOTS + " slots)", Errno.ENOMEM);
         }
         return slot << 8 | generations[slot];
-    }
-
-    /** The start of the page that holds {@code address}. */
-    private long firstPage(long address) {
-        return address & -pageSize;
-    }
-
-    /** The end of the last page that {@code [address, address + length)} touches. */
-    private long pagesEnd(long address, long length) {
-        return (address + length + pageSize - 1) & -pageSize;
     }
 
     /** Under {@link #lock}. */
