@@ -20,7 +20,13 @@ public enum CacheFault {
     /** invalidate vs invalidate: an invalidation ignores regions another one is still deregistering. */
     IGNORE_RETIRING,
     /** I3: a failed deregistration completes the waiting stages normally, though its keys are still live. */
-    COMPLETE_AFTER_FAILED_DEREGISTRATION;
+    COMPLETE_AFTER_FAILED_DEREGISTRATION,
+    /**
+     * I5: a region the policy drops while it cannot be evicted is marked for re-entry only if no other evictor
+     * holds it at that moment, and only the releases look at the mark: a drop that meets another evictor's
+     * window, or a release that comes before the mark, leaves the region outside the policy for good.
+     */
+    LOSE_POLICY_DROPS;
 
     private final int bit = 1 << ordinal();
 

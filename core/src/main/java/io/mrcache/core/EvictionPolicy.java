@@ -40,6 +40,8 @@ final class EvictionPolicy {
     private final Policy.Eviction<Region, Region> coldestFirst;
     /** Regions the policy retired (and whose deregistration it claimed), waiting to be unlinked. */
     private final RegionHandoff evicted = new RegionHandoff();
+    /** Regions the policy dropped while it could not evict them, found idle where they could not be put back. */
+    private final RegionHandoff reentering = new RegionHandoff();
     /** Held around every write to the policy and every walk of it (see {@link #writing}). */
     private final SpinningLock policyLock = new SpinningLock();
     /** Calls of {@link #makeRoom} not yet served: nonzero while a thread walks. */
@@ -95,18 +97,17 @@ final class EvictionPolicy {
 
     /** The release of a lease left {@code r} idle: record the access, then restore the budget. */
     void becameIdle(Region r) {
-        if (!bounded || !r.isIdle()) {
+        if (!bounded) {
             return; // without a budget there is no policy to inform and nothing to evict
         }
-        if (r.droppedByPolicyWhileLeased) { // re-enter now that it is idle
-            r.droppedByPolicyWhileLeased = false;
-            Region.raceWindowsForTest.beforeReentry(r);
-            writing(() -> {
-                policy.put(r, r);
-                if (!r.isLive()) {
-                    policy.invalidate(r);
-                }
-            });
+        boolean dropped = r.isDroppedByPolicy(); // read after the release's lease write: see markDropped
+        if (!r.isIdle()) {
+            return;
+        }
+        if (dropped) {
+            if (r.claimReentry()) {
+                reenter(r);
+            }
         } else {
             var _ = policy.getIfPresent(r); // only to record the access
         }
@@ -121,10 +122,48 @@ final class EvictionPolicy {
         if (r.tryRetireIdle() || (CacheFault.EVICT_LEASED.in(faults) && r.isLive() && r.forceRetireForFault())) {
             r.leftPolicy = true; // Caffeine removed it already
             evicted.add(r);
-        } else if (r.isLive()) {
+        } else if (CacheFault.LOSE_POLICY_DROPS.in(faults)) {
+            if (r.isLive()) {
+                metrics.increment(CacheCounter.EVICTIONS_WITHDRAWN);
+                r.markDroppedByPolicy(); // and nobody looks again: the bug
+            }
+        } else if (!r.isRetired()) { // leased, or marked by another evictor that may yet withdraw
             metrics.increment(CacheCounter.EVICTIONS_WITHDRAWN);
-            r.droppedByPolicyWhileLeased = true;
+            markDropped(r);
         }
+    }
+
+    /**
+     * The policy dropped {@code r} while it could not evict it: it must re-enter once idle, whoever makes it
+     * idle last. The mark is written before idleness is read here; a release writes its lease word and a
+     * withdrawing evictor its state word before they read the mark ({@link #becameIdle}, {@link #afterWithdrawal}).
+     * All sequentially consistent, so either this read sees the region idle or that thread sees the mark;
+     * {@link Region#claimReentry} lets exactly one of them put it back. From inside Caffeine's listener the
+     * put cannot run at once: the region is handed to {@link #drainEvicted}, which the policy caller runs next.
+     */
+    private void markDropped(Region r) {
+        r.markDroppedByPolicy();
+        if (r.isIdle()) {
+            reentering.add(r);
+        }
+    }
+
+    /** An eviction attempt on {@code r} gave up (it was leased); if the policy dropped it meanwhile, see to it. */
+    private void afterWithdrawal(Region r) {
+        if (r.isDroppedByPolicy() && r.isIdle()) {
+            reentering.add(r);
+        }
+    }
+
+    /** Puts a dropped region back; takes it out again if it was retired meanwhile (its unlinking may be past). */
+    private void reenter(Region r) {
+        Region.raceWindowsForTest.beforeReentry(r);
+        writing(() -> {
+            policy.put(r, r);
+            if (r.isRetired()) {
+                policy.invalidate(r);
+            }
+        });
     }
 
     /**
@@ -187,6 +226,7 @@ final class EvictionPolicy {
                         retiredAny = true;
                     } else if (r.isLive()) {
                         withdrawn++; // leased since it was picked
+                        afterWithdrawal(r);
                     }
                 }
             } finally {
@@ -210,6 +250,8 @@ final class EvictionPolicy {
             if (r.tryRetireIdle()) {
                 evicted.add(r);
                 n++;
+            } else {
+                afterWithdrawal(r);
             }
         }
         drainEvicted();
@@ -233,13 +275,23 @@ final class EvictionPolicy {
         }
     }
 
-    /** Unlinks and deregisters the regions the policy retired. Outside every lock. */
+    /**
+     * Unlinks and deregisters the regions the policy retired, and puts back the dropped ones found idle where
+     * the put could not run. Outside every lock.
+     */
     void drainEvicted() {
-        List<Region> batch = pollEvicted();
-        if (!batch.isEmpty()) {
-            unlink.accept(batch);
-            finishEvicted(batch);
-        }
+        do {
+            List<Region> batch = pollEvicted();
+            if (!batch.isEmpty()) {
+                unlink.accept(batch);
+                finishEvicted(batch);
+            }
+            for (Region r : reentering.isEmpty() ? List.<Region>of() : reentering.takeAll()) {
+                if (r.claimReentry()) {
+                    reenter(r); // may evict others: the loop drains them
+                }
+            }
+        } while (!evicted.isEmpty() || !reentering.isEmpty());
     }
 
     /**

@@ -67,6 +67,7 @@ final class Region {
     private static final VarHandle HARVESTED;
     private static final VarHandle BASE;
     private static final VarHandle CELLS_ARRAY;
+    private static final VarHandle DROPPED;
     private static final VarHandle CELLS = java.lang.invoke.MethodHandles.arrayElementVarHandle(long[].class);
 
     static {
@@ -75,6 +76,7 @@ final class Region {
             HARVESTED = MethodHandles.lookup().findVarHandle(Region.class, "harvestedHits", long.class);
             BASE = MethodHandles.lookup().findVarHandle(Region.class, "base", long.class);
             CELLS_ARRAY = MethodHandles.lookup().findVarHandle(Region.class, "cells", long[].class);
+            DROPPED = MethodHandles.lookup().findVarHandle(Region.class, "droppedByPolicy", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -120,8 +122,13 @@ final class Region {
      */
     private volatile long @Nullable [] cells;
 
-    /** Set when the eviction policy dropped this region while it was leased; it re-enters when idle. */
-    volatile boolean droppedByPolicyWhileLeased;
+    /**
+     * Set when the eviction policy dropped this region while it could not be evicted (leased, or marked by
+     * another evictor that may yet withdraw); whoever then sees it idle and wins {@link #claimReentry} puts it
+     * back ({@link EvictionPolicy}). Accessed through DROPPED.
+     */
+    @SuppressWarnings("unused")
+    private volatile boolean droppedByPolicy;
     /**
      * Set when the policy retired this region and already dropped it (Caffeine's own eviction, or the walk),
      * before handing it off as a victim: its unlinking then skips the policy. The hand-off orders the write
@@ -298,6 +305,7 @@ final class Region {
         if ((s & (RETIRED | EVICTING)) != 0 || !STATE.compareAndSet(this, s, s | EVICTING)) {
             return false;
         }
+        windows.afterMark(this);
         if (sumLeases() != 0) { // leased after all: give up, and let acquirers in again
             STATE.getAndBitwiseAnd(this, ~EVICTING);
             return false;
@@ -380,6 +388,10 @@ final class Region {
         default void beforeMark(Region r) {
         }
 
+        /** The evictor marked the region (EVICTING) and has not summed its leases yet. */
+        default void afterMark(Region r) {
+        }
+
         /** The evictor marked the region and its sum found no lease; it has not retired or claimed it yet. */
         default void afterSum(Region r) {
         }
@@ -450,6 +462,30 @@ final class Region {
 
     boolean isLive() {
         return ((long) STATE.getVolatile(this) & (RETIRED | EVICTING)) == 0;
+    }
+
+    /** Whether RETIRED is set: the region has left, or is leaving, the index for good. */
+    boolean isRetired() {
+        return ((long) STATE.getVolatile(this) & RETIRED) != 0;
+    }
+
+    /**
+     * The policy dropped this region though it could not evict it. A volatile write, which the policy's
+     * listener follows with a read of the leases and state ({@link #isIdle}): the order that pairs with a
+     * release (lease word, then this flag) and with a withdrawing evictor (state word, then this flag), so
+     * that whichever of them makes the region idle last sees it idle.
+     */
+    void markDroppedByPolicy() {
+        DROPPED.setVolatile(this, true);
+    }
+
+    boolean isDroppedByPolicy() {
+        return (boolean) DROPPED.getVolatile(this);
+    }
+
+    /** Clears the dropped mark; true for the one caller that then puts the region back into the policy. */
+    boolean claimReentry() {
+        return DROPPED.compareAndSet(this, true, false);
     }
 
     boolean isIdle() {

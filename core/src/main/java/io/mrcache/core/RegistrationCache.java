@@ -115,7 +115,9 @@ import org.jspecify.annotations.Nullable;
  * that leaves a region idle records the access. Without a budget nothing is ever evicted, so an unbounded
  * cache keeps Caffeine out of hits and misses altogether. When Caffeine evicts an entry (its admission may reject
  * the new region itself), the listener retires it only if {@link Region#tryRetireIdle} proves it idle; a
- * leased victim stays cached and re-enters the policy at its next idle moment. After each registration and
+ * victim it cannot evict (leased, or marked by another evictor that may yet withdraw) stays cached, marked,
+ * and re-enters the policy when it is next idle, put back by whichever thread sees it idle last (see
+ * {@link EvictionPolicy#becameIdle}). After each registration and
  * each release that leaves the cache over budget, {@link EvictionPolicy#makeRoom} walks Caffeine's coldest entries to get
  * back within both bounds (bytes and count); see {@link EvictionPolicy}. A publication's victims leave the
  * index in the publication's own copy; other evicted regions are unlinked by the thread that made the policy

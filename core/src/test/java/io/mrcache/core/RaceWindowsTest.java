@@ -151,6 +151,69 @@ class RaceWindowsTest extends CacheTestSupport {
         cache.close();
     }
 
+    /**
+     * I5: Caffeine's own eviction picks leased region A while another thread's {@code evictIdle} has it marked
+     * EVICTING; that evictor then withdraws (A is leased). A must re-enter the policy once idle, or no later walk
+     * can ever evict it.
+     */
+    @Test
+    void aRegionThePolicyDropsWhileAnotherEvictorHoldsItReentersThePolicyWhenIdle() throws Exception {
+        RegistrationCache cache = dropWhileAnotherEvictorHoldsIt(RegistrationCache.builder(registrar));
+        assertTrue(cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN) >= 1, "Caffeine's drop counted as withdrawn");
+        assertEquals(cache.regionCount(), cache.policySizeForTest(), "every idle published region is in the policy");
+        Lease c = cache.acquire(BASE + 16 * PAGE, PAGE, LOCAL_WRITE);
+        assertEquals(1, cache.regionCount(), "the idle regions made room for a new leased one");
+        c.close();
+        cache.close();
+    }
+
+    /** The same interleaving on the broken variant loses the region (the check above can fail). */
+    @Test
+    void withTheDropLostTheSameInterleavingLeavesAnIdleRegionNothingEvicts() throws Exception {
+        RegistrationCache cache = dropWhileAnotherEvictorHoldsIt(
+                RegistrationCache.builder(registrar).faults(CacheFault.LOSE_POLICY_DROPS));
+        assertEquals(cache.regionCount() - 1, cache.policySizeForTest(), "one idle region outside the policy");
+        Lease c = cache.acquire(BASE + 16 * PAGE, PAGE, LOCAL_WRITE);
+        assertEquals(2, cache.regionCount(), "over a budget of one, for good");
+        c.close();
+        cache.close();
+    }
+
+    /**
+     * A budget of one region; A is leased; a thread's {@code evictIdle} marks A, and before it sums A's leases
+     * an acquire of B makes Caffeine drop A; then the evictor withdraws and every lease is released.
+     */
+    private RegistrationCache dropWhileAnotherEvictorHoldsIt(RegistrationCache.Builder builder) throws Exception {
+        RegistrationCache cache = builder.budget(new Budget(Long.MAX_VALUE, 1)).build();
+        Lease a = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        Region regionA = cache.regionsForTest().getFirst();
+        CountDownLatch marked = new CountDownLatch(1);
+        CountDownLatch proceed = new CountDownLatch(1);
+        Lease[] b = new Lease[1];
+        within(new Region.RaceWindows() {
+            @Override
+            public void afterMark(Region r) {
+                if (Thread.currentThread().getName().equals("evictor")) {
+                    marked.countDown();
+                    await(proceed);
+                }
+            }
+        }, () -> {
+            Thread evictor = new Thread(cache::evictIdle, "evictor");
+            evictor.start();
+            await(marked);
+            b[0] = cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE); // over budget: Caffeine drops A
+            proceed.countDown();
+            evictor.join();
+            return null;
+        });
+        assertTrue(regionA.isLive(), "leased: neither evictor took it");
+        a.close();
+        b[0].close();
+        assertEquals(1, cache.regionCount(), "one idle region left after the releases");
+        return cache;
+    }
+
     @Test
     void anAcquireBackingOffFromARetiredRegionAfterItsLastHolderLeftDeregistersIt() throws Exception {
         RegistrationCache cache = RegistrationCache.builder(registrar).build();

@@ -53,6 +53,10 @@ public final class Verdict {
             if (line.contains("Error tests:") && !line.contains("No matches")) {
                 errors = true;
             }
+            if (line.startsWith("FATAL:")) { // e.g. more actors than this machine has CPUs: nothing ran
+                System.out.println("jcstress: " + line);
+                errors = true;
+            }
         }
         int bad = 0;
         System.out.printf("%-62s %-10s %s%n", "test", "expected", "observed");
