@@ -21,13 +21,23 @@ import java.util.concurrent.CompletionException;
  *
  * <p>Close blocks while a lease on one of its segments is held (the memory is in use by the NIC); release
  * leases before closing the arena, or close it from another thread.
+ *
+ * <p>A close racing an allocation (a shared arena): an allocation that began before the close is waited for
+ * and invalidated with the others; one that begins once the close has begun is refused with an
+ * {@link IllegalStateException}, since the close would free it. If the close fails (a deregistration failed),
+ * the arena stays open and allocates again. Acquiring a lease on one of its segments once its close has begun
+ * is, as any use of an arena's memory during its close, the caller's use after free.
  */
 public final class InvalidatingArena implements Arena {
     private final Arena delegate;
     private final RegistrationCache cache;
     private final List<MemorySegment> segments = new ArrayList<>(); // guarded by this
+    /** Allocations under way in the delegate (guarded by this): a close waits for them to be listed. */
+    private int allocating;
+    /** A close has begun (guarded by this): allocations are refused until it fails, for good once it succeeds. */
+    private boolean closing;
     private final Object closeLock = new Object();
-    private boolean closed; // guarded by closeLock
+    private volatile boolean closed; // written under closeLock
 
     public InvalidatingArena(Arena delegate, RegistrationCache cache) {
         this.delegate = Objects.requireNonNull(delegate, "delegate");
@@ -48,13 +58,33 @@ public final class InvalidatingArena implements Arena {
         return new InvalidatingArena(Arena.ofConfined(), cache);
     }
 
+    /**
+     * @throws IllegalStateException when the arena's close has begun (the memory would be freed by it)
+     */
     @Override
     public MemorySegment allocate(long byteSize, long byteAlignment) {
-        MemorySegment segment = delegate.allocate(byteSize, byteAlignment);
         synchronized (this) {
-            segments.add(segment);
+            if (closing) {
+                throw new IllegalStateException("InvalidatingArena.allocate(" + byteSize + ", " + byteAlignment
+                        + ") refused: the arena is " + (closed ? "closed" : "closing") + ", and its close"
+                        + " frees everything it allocated; allocate from another arena");
+            }
+            allocating++;
         }
-        return segment;
+        MemorySegment segment = null;
+        try {
+            segment = delegate.allocate(byteSize, byteAlignment);
+            return segment;
+        } finally {
+            synchronized (this) {
+                if (segment != null) {
+                    segments.add(segment);
+                }
+                if (--allocating == 0) {
+                    notifyAll(); // a close may be waiting for this allocation to be listed
+                }
+            }
+        }
     }
 
     @Override
@@ -81,10 +111,7 @@ public final class InvalidatingArena implements Arena {
                 delegate.close(); // the arena's own "already closed" error
                 return;
             }
-            List<MemorySegment> toFree;
-            synchronized (this) {
-                toFree = List.copyOf(segments);
-            }
+            List<MemorySegment> toFree = beginClose();
             List<CompletableFuture<Void>> waits = new ArrayList<>();
             for (MemorySegment s : toFree) {
                 if (s.byteSize() > 0) {
@@ -107,6 +134,9 @@ public final class InvalidatingArena implements Arena {
                 }
             }
             if (first != null) {
+                synchronized (this) {
+                    closing = false; // the arena stays open: it may allocate again
+                }
                 throw new DeregistrationException("InvalidatingArena.close: " + live.size() + " registration(s) "
                         + live + " covering its " + toFree.size() + " segment(s) could not be deregistered, so"
                         + " their keys are still live; the memory was NOT freed and the arena stays open. Call"
@@ -119,5 +149,22 @@ public final class InvalidatingArena implements Arena {
             closed = true;
             delegate.close();
         }
+    }
+
+    /** Refuses new allocations, waits for those under way to be listed, and returns every segment. */
+    private synchronized List<MemorySegment> beginClose() {
+        closing = true;
+        boolean interrupted = false;
+        while (allocating > 0) {
+            try {
+                wait();
+            } catch (InterruptedException e) {
+                interrupted = true; // an allocation finishes soon: listing it matters more than the interrupt
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        return List.copyOf(segments);
     }
 }

@@ -27,7 +27,7 @@ class FreeHooksTest {
     final SimulatedRegistrar registrar = SimulatedRegistrar.onNewDomain(hca);
 
     /** Records the order in which the cache deregistered and the arena freed. */
-    static final class OrderedArena implements Arena {
+    static class OrderedArena implements Arena {
         final Arena delegate = Arena.ofShared();
         final List<String> log;
 
@@ -74,6 +74,85 @@ class FreeHooksTest {
         assertEquals(0, cache.regionCount());
         assertEquals(0, hca.pinnedBytes());
         cache.close();
+    }
+
+    /** A shared arena's close waits for a lease; another thread allocating then must not get memory it frees. */
+    @Test
+    void anAllocationOnceCloseBeganIsRefusedAndNothingRegisteredIsFreed() throws Exception {
+        List<String> log = new CopyOnWriteArrayList<>();
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        InvalidatingArena arena = new InvalidatingArena(new OrderedArena(log), cache);
+        MemorySegment held = arena.allocate(4096, 4096);
+        Lease lease = cache.acquire(held.address(), held.byteSize(), Access.LOCAL_WRITE);
+        CompletableFuture<Void> closing = CompletableFuture.runAsync(arena::close);
+        assertThrows(TimeoutException.class, () -> closing.get(200, TimeUnit.MILLISECONDS));
+        MemorySegment late = null;
+        IllegalStateException refused = null;
+        try {
+            late = arena.allocate(8192, 4096);
+            cache.acquire(late.address(), late.byteSize(), Access.LOCAL_WRITE).close(); // registered, then idle
+        } catch (IllegalStateException e) {
+            refused = e;
+        }
+        lease.close();
+        closing.get(5, TimeUnit.SECONDS);
+        assertEquals(List.of("free"), log);
+        assertEquals(0, hca.pinnedBytes(), "no registration outlives the memory the close freed");
+        assertTrue(refused != null && late == null, "the allocation during close was refused");
+        assertTrue(refused.getMessage().contains("closing") && refused.getMessage().contains("8192"), refused.getMessage());
+        cache.close();
+    }
+
+    /** An allocation under way when close begins is waited for and freed with the rest; later ones are refused. */
+    @Test
+    void aCloseWaitsForAnAllocationUnderWayAndRefusesLaterOnes() throws Exception {
+        List<String> log = new CopyOnWriteArrayList<>();
+        java.util.concurrent.CountDownLatch inAllocate = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch finish = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
+        OrderedArena slow = new OrderedArena(log) {
+            @Override
+            public MemorySegment allocate(long byteSize, long byteAlignment) {
+                if (!first.getAndSet(false)) {
+                    return super.allocate(byteSize, byteAlignment);
+                }
+                inAllocate.countDown();
+                try {
+                    finish.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                return super.allocate(byteSize, byteAlignment);
+            }
+        };
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        InvalidatingArena arena = new InvalidatingArena(slow, cache);
+        java.util.concurrent.Executor ownThread = r -> new Thread(r).start(); // not the common pool: one worker here
+        CompletableFuture<MemorySegment> allocating = CompletableFuture.supplyAsync(() -> arena.allocate(4096, 4096),
+                ownThread);
+        inAllocate.await(10, TimeUnit.SECONDS);
+        CompletableFuture<Void> closing = CompletableFuture.runAsync(arena::close, ownThread);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!isRefused(arena)) { // the close has begun once allocations are refused
+            assertTrue(System.nanoTime() < deadline, "the close never began refusing allocations");
+            Thread.sleep(1);
+        }
+        assertFalse(closing.isDone(), "the close waits for the allocation under way");
+        finish.countDown();
+        MemorySegment s = allocating.get(5, TimeUnit.SECONDS);
+        closing.get(5, TimeUnit.SECONDS);
+        assertFalse(s.scope().isAlive(), "the segment allocated while the close began was freed by it");
+        assertEquals(List.of("free"), log);
+        cache.close();
+    }
+
+    private static boolean isRefused(InvalidatingArena arena) {
+        try {
+            arena.allocate(0, 1);
+            return false;
+        } catch (IllegalStateException e) {
+            return true;
+        }
     }
 
     @Test
