@@ -17,7 +17,7 @@ import java.util.function.LongSupplier;
  * {@link #retryQuarantined()}).
  *
  * <p>A due retry runs in the next thread that makes a deregistration attempt (it is already making registrar
- * calls), or else on the {@link RetryTimer} thread at most {@link #FALLBACK_GRACE_NANOS} after it fell due.
+ * calls), or else on this cache's {@link RetryTimer} thread at most {@link #FALLBACK_GRACE_NANOS} after it fell due.
  * Under load retries thus cost no wake-up at all, where a timer per failure cost one or two; a thread's
  * sleep and wake-up is the dearest thing a busy cache can do on a virtual machine.
  *
@@ -49,6 +49,8 @@ final class Deregistrar {
     /** When the pending fallback timer fires (clock time), or {@link #NONE_DUE} when none is pending. */
     @GuardedBy("lock")
     private long timerAt = NONE_DUE;
+    /** This cache's own fallback timer thread (another cache's stuck deregistration cannot hold it up). */
+    private final RetryTimer timer = new RetryTimer();
     /** Fallback timers scheduled (for tests: one covers many retries). */
     private final AtomicInteger timersScheduled = new AtomicInteger();
 
@@ -119,7 +121,7 @@ final class Deregistrar {
 
     private void scheduleTimer(long delayNanos) {
         timersScheduled.incrementAndGet();
-        RetryTimer.schedule(this::onTimer, delayNanos);
+        timer.schedule(this::onTimer, delayNanos);
     }
 
     /**

@@ -240,9 +240,54 @@ class FailurePathTest extends CacheTestSupport {
         waitFor(() -> registrar.deregisterCount() == 1);
         assertEquals(3, attemptThreads.size(), "the first attempt, a refused retry, the retry that succeeded");
         // a blocking ibv_dereg_mr must not occupy the common pool, and one thread's wake-up per retry suffices
-        assertEquals(List.of("mrcache-deregistration-retry", "mrcache-deregistration-retry"),
-                attemptThreads.subList(1, 3), "threads of the attempts: " + attemptThreads);
+        assertTrue(attemptThreads.get(1).startsWith(RetryTimer.THREAD_NAME_PREFIX), "threads of the attempts: "
+                + attemptThreads);
+        assertEquals(attemptThreads.get(1), attemptThreads.get(2), "the cache's one retry thread, both times");
         cache.close();
+        registrar.assertBalanced();
+    }
+
+    /** One cache's deregistration blocked in the registrar (a stuck device) must not hold up another cache's retry. */
+    @Test
+    void aCachesBlockedRetryDoesNotDelayAnotherCachesRetry() throws Exception {
+        DeregistrationRetry fast = DeregistrationRetry.backoff(Duration.ofMillis(10), Duration.ofMillis(20));
+        io.mrcache.core.testing.RecordingRegistrar stuckRegistrar = new io.mrcache.core.testing.RecordingRegistrar();
+        CountDownLatch stuck = new CountDownLatch(1);
+        CountDownLatch unstick = new CountDownLatch(1);
+        AtomicInteger stuckAttempts = new AtomicInteger();
+        stuckRegistrar.deregisterFailures(r -> {
+            if (stuckAttempts.incrementAndGet() == 1) {
+                return new RegistrationException("EBUSY", EBUSY);
+            }
+            stuck.countDown(); // the retry: hangs, as a driver call on a stuck device does
+            await(unstick);
+            return null;
+        });
+        RegistrationCache a = RegistrationCache.builder(stuckRegistrar).deregistrationRetry(fast).build();
+        RegistrationCache b = RegistrationCache.builder(registrar).deregistrationRetry(fast).build();
+        try {
+            Lease onA = a.acquire(BASE, PAGE, LOCAL_WRITE);
+            Registration stuckOne = onA.registration();
+            onA.close();
+            stageFailure(a.invalidate(BASE, PAGE).toCompletableFuture());
+            assertTrue(stuck.await(5, TimeUnit.SECONDS), "cache A's retry is running, and blocked");
+
+            b.acquire(BASE, PAGE, LOCAL_WRITE).close();
+            AtomicInteger bAttempts = new AtomicInteger();
+            registrar.deregisterFailures(r -> bAttempts.incrementAndGet() == 1 ? new RegistrationException("EBUSY", EBUSY)
+                    : null);
+            stageFailure(b.invalidate(BASE, PAGE).toCompletableFuture());
+            CompletableFuture<Void> waiting = b.invalidate(BASE, PAGE).toCompletableFuture(); // waits for B's retry
+            waiting.get(2, TimeUnit.SECONDS); // due after 10 ms; not after A's stuck call returns
+            assertTrue(b.quarantined().isEmpty(), "B's retry deregistered it while A's was still blocked");
+            assertTrue(stuckRegistrar.isLive(stuckOne), "A's deregistration is still blocked");
+        } finally {
+            unstick.countDown();
+        }
+        waitFor(() -> a.quarantined().isEmpty());
+        a.close();
+        b.close();
+        stuckRegistrar.assertBalanced();
         registrar.assertBalanced();
     }
 
