@@ -40,6 +40,11 @@ final class AddressRange {
     }
 
     /** {@code a} rounded down to a multiple of {@code alignment} (a power of two). */
+    /** {@code [0xfrom, 0xto)}, as every message names a range. */
+    static String describe(long from, long to) {
+        return "[0x" + Long.toHexString(from) + ", 0x" + Long.toHexString(to) + ")";
+    }
+
     static long alignDown(long a, long alignment) {
         return a & -alignment;
     }

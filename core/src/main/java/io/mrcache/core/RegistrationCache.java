@@ -553,8 +553,7 @@ public final class RegistrationCache implements AutoCloseable {
         if (CacheFault.COMPLETE_EARLY.in(faults)) {
             return Stages.DONE;
         }
-        return Stages.allDeregistered(() -> "invalidate [0x" + Long.toHexString(address) + ", 0x"
-                + Long.toHexString(end) + ")", waits);
+        return Stages.allDeregistered(() -> "invalidate " + AddressRange.describe(address, end), waits);
     }
 
     /**
@@ -708,6 +707,9 @@ public final class RegistrationCache implements AutoCloseable {
      *
      * @throws LeasesStillHeldException when leases are still held after {@code timeout}: it names the regions
      *                                  they hold and, with leak detection on, carries their acquire stacks
+     * @throws CloseTimedOutException   when no lease is held but the close still waits after {@code timeout}
+     *                                  for registrar calls (registrations in flight, deregistrations under
+     *                                  way): it names them
      * @throws DeregistrationException  as {@link #close()}
      */
     public void close(Duration timeout) {
@@ -715,22 +717,7 @@ public final class RegistrationCache implements AutoCloseable {
         try {
             closing.toCompletableFuture().get(timeout.toNanos(), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
-            List<String> held = new ArrayList<>();
-            for (Region r : retiring.all()) {
-                long leases = r.leases();
-                if (leases > 0) {
-                    held.add("[0x" + Long.toHexString(r.start) + ", 0x" + Long.toHexString(r.end) + ") "
-                            + Access.describe(r.access) + ": " + leases + " lease(s)");
-                }
-            }
-            LeasesStillHeldException ex = new LeasesStillHeldException("close did not finish within " + timeout + ": "
-                    + held.size() + " region(s) still leased " + held + (leakDetector == null
-                            ? "; build the cache with leakDetection(LeakDetection.EVERY_LEASE) to see where they were"
-                                    + " acquired" : "; the acquire stacks of the tracked ones are attached"), held.size());
-            if (leakDetector != null) {
-                leakDetector.heldAcquires().forEach(ex::addSuppressed);
-            }
-            throw ex;
+            throw closeTimedOut(timeout);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while closing", e);
@@ -740,6 +727,56 @@ public final class RegistrationCache implements AutoCloseable {
             }
             throw new IllegalStateException(e.getCause());
         }
+    }
+
+    /** What a close that timed out still waits for: leases, registrations in flight, deregistrations. */
+    private CloseTimedOutException closeTimedOut(Duration timeout) {
+        List<String> held = new ArrayList<>();
+        List<String> inFlight = new ArrayList<>();
+        List<String> deregistering = new ArrayList<>();
+        List<Registration> quarantine = deregistrar.quarantined();
+        lock.lock();
+        try {
+            for (PendingRegistration p : pending) {
+                inFlight.add(AddressRange.describe(p.start, p.end) + " " + Access.describe(p.access));
+            }
+            for (Region r : retiring.all()) {
+                long leases = r.leases();
+                String what = AddressRange.describe(r.start, r.end) + " " + Access.describe(r.access);
+                if (leases > 0) {
+                    held.add(what + ": " + leases + " lease(s)");
+                } else if (!r.deregistration().isDone() && !quarantine.contains(r.registration)) {
+                    deregistering.add(what);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        StringBuilder m = new StringBuilder("close did not finish within " + timeout + ": ");
+        if (held.isEmpty()) {
+            m.append("no lease is held; ");
+        } else {
+            m.append(held.size()).append(" region(s) still leased ").append(held).append(leakDetector == null
+                    ? " (build the cache with leakDetection(LeakDetection.EVERY_LEASE) to see where they were acquired)"
+                    : " (the acquire stacks of the tracked ones are attached)").append("; ");
+        }
+        if (!inFlight.isEmpty()) {
+            m.append(inFlight.size()).append(" registration(s) in flight ").append(inFlight)
+                    .append(", whose registrar call has not returned (close deregisters what they register); ");
+        }
+        if (!deregistering.isEmpty()) {
+            m.append(deregistering.size()).append(" deregistration(s) under way ").append(deregistering)
+                    .append(", whose registrar call has not returned; ");
+        }
+        m.append("the cache stays closed to acquires and finishes closing when they are done");
+        if (held.isEmpty()) {
+            return new CloseTimedOutException(m.toString(), held, inFlight, deregistering);
+        }
+        LeasesStillHeldException ex = new LeasesStillHeldException(m.toString(), held, inFlight, deregistering);
+        if (leakDetector != null) {
+            leakDetector.heldAcquires().forEach(ex::addSuppressed);
+        }
+        return ex;
     }
 
     public boolean isClosed() {

@@ -16,6 +16,8 @@ import io.mrcache.core.testing.RecordingRegistrar;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -622,6 +624,52 @@ class EdgesTest extends CacheTestSupport {
         assertEquals(16, failed.errno());
         registrar.deregisterFailures(r -> null);
         assertEquals(0, cache.retryQuarantined());
+        registrar.assertBalanced();
+    }
+
+    /** No lease held, a registration in flight: the close's report names it, not leases that do not exist. */
+    @Test
+    void closeWithATimeoutNamesARegistrationInFlightNotLeases() throws Exception {
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch proceed = new CountDownLatch(1);
+        holdFirstRegister(entered, proceed);
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        Future<?> miss = pool.submit(() -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
+        await(entered);
+        CloseTimedOutException e = assertThrows(CloseTimedOutException.class,
+                () -> cache.close(java.time.Duration.ofMillis(100)));
+        assertFalse(e instanceof LeasesStillHeldException, "no lease is held: " + e.getMessage());
+        assertEquals(List.of(), e.leasedRegions());
+        assertEquals(List.of("[0x100000, 0x101000) LOCAL_WRITE"), e.inFlightRegistrations());
+        assertTrue(e.getMessage().contains("no lease is held") && e.getMessage().contains("1 registration(s) in flight"
+                + " [[0x100000, 0x101000) LOCAL_WRITE]"), e.getMessage());
+        proceed.countDown();
+        assertThrows(java.util.concurrent.ExecutionException.class, miss::get, "doomed by the close");
+        cache.close(java.time.Duration.ofSeconds(5));
+        registrar.assertBalanced();
+    }
+
+    /** No lease held, a deregistration blocked in the registrar: the report names it. */
+    @Test
+    void closeWithATimeoutNamesADeregistrationUnderWay() throws Exception {
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch proceed = new CountDownLatch(1);
+        RegistrationCache cache = RegistrationCache.builder(registrar).build();
+        cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+        registrar.deregisterFailures(r -> {
+            entered.countDown();
+            await(proceed);
+            return null;
+        });
+        Future<?> closing = pool.submit(() -> cache.close());
+        await(entered);
+        CloseTimedOutException e = assertThrows(CloseTimedOutException.class,
+                () -> cache.close(java.time.Duration.ofMillis(50)));
+        assertEquals(List.of("[0x100000, 0x101000) LOCAL_WRITE"), e.deregistrationsUnderWay(), e.getMessage());
+        assertEquals(List.of(), e.inFlightRegistrations());
+        assertTrue(e.getMessage().contains("1 deregistration(s) under way"), e.getMessage());
+        proceed.countDown();
+        closing.get(5, java.util.concurrent.TimeUnit.SECONDS);
         registrar.assertBalanced();
     }
 
