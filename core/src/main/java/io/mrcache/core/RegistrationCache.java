@@ -12,6 +12,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
@@ -178,6 +179,10 @@ public final class RegistrationCache implements AutoCloseable {
     private volatile boolean closed;
     @GuardedBy("lock")
     private @Nullable CompletableFuture<Void> closeCompletion;
+    /** Close's stage failed (keys were live): the owned registrar is closed by the retry that ends it. */
+    private volatile boolean closeMetAFailedDeregistration;
+    /** The owned registrar was closed (exactly once). */
+    private final AtomicBoolean registrarClosed = new AtomicBoolean();
 
     private RegistrationCache(Builder b) {
         this.registrar = b.registrar;
@@ -593,6 +598,13 @@ public final class RegistrationCache implements AutoCloseable {
      */
     private void forgetDeregistered(Region r) {
         deregistered.add(r);
+        if (closeMetAFailedDeregistration) { // read after the hand-off: pairs with close's write, then check
+            Throwable t = closeRegistrarIfAllDeregistered();
+            if (t != null) { // close() already reported the failed deregistration; this is the only report left
+                System.getLogger(RegistrationCache.class.getName()).log(System.Logger.Level.WARNING,
+                        "closing the owned registrar " + registrar + " after the last retried deregistration failed", t);
+            }
+        }
     }
 
     /** Takes the regions whose deregistration succeeded out of {@link #retiring}, in one copy. */
@@ -651,6 +663,7 @@ public final class RegistrationCache implements AutoCloseable {
     public CompletionStage<Void> closeAsync() {
         List<Region> toDeregister;
         List<Region> gone;
+        CompletableFuture<Void> deregistered;
         CompletableFuture<Void> done;
         lock.lock();
         try {
@@ -674,19 +687,56 @@ public final class RegistrationCache implements AutoCloseable {
                     waits.add(p.settledForWaiter());
                 }
             }
-            done = Stages.allDeregistered(() -> "close", waits).toCompletableFuture();
-            if (ownsRegistrar) { // last, and only once nothing it registered is live
-                done = done.thenRun(registrar::close);
-            }
+            deregistered = Stages.allDeregistered(() -> "close", waits).toCompletableFuture();
+            done = new CompletableFuture<>();
             closeCompletion = done;
         } finally {
             lock.unlock();
         }
+        // attached outside the lock: a stage already complete runs this here, and the registrar's close must
+        // never run under the cache's lock (a slow one would block metrics() and everything else that takes it)
+        deregistered.whenComplete((ok, failure) -> {
+            if (failure != null) {
+                closeMetAFailedDeregistration = true; // a later successful retry closes the owned registrar
+            }
+            Throwable registrarFailure = closeRegistrarIfAllDeregistered();
+            Stages.completeLike(done, failure != null ? failure : registrarFailure);
+        });
         eviction.unlinked(gone);
         toDeregister.forEach(deregistrar::deregister);
         eviction.drainEvicted();
         deregistrar.retryQuarantined(); // so that close reports, rather than waits for, a registrar that keeps failing
         return done.minimalCompletionStage();
+    }
+
+    /**
+     * Closes an owned registrar, once, when the cache is closed and nothing it registered is live: no
+     * registration in flight, nothing retired and not yet deregistered (leased, under way or quarantined).
+     * Called when close's stage completes and, once that stage met a failed deregistration, after each
+     * successful deregistration (the retry that ends the quarantine). Never under the lock.
+     *
+     * @return what the registrar's close threw, or null
+     */
+    private @Nullable Throwable closeRegistrarIfAllDeregistered() {
+        if (!ownsRegistrar || !closed || registrarClosed.get()) {
+            return null;
+        }
+        boolean allDead;
+        lock.lock();
+        try {
+            dropDeregistered();
+            allDead = pending.isEmpty() && retiring.size() == 0;
+        } finally {
+            lock.unlock();
+        }
+        if (allDead && registrarClosed.compareAndSet(false, true)) {
+            try {
+                registrar.close();
+            } catch (Throwable t) {
+                return t;
+            }
+        }
+        return null;
     }
 
     /**

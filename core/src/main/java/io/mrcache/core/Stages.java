@@ -6,6 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The completion stages that {@code invalidate} and {@code close} return: one shared completed stage (the
@@ -63,6 +64,16 @@ final class Stages {
             }
         }
         return true;
+    }
+
+    /** Completes {@code target} normally when {@code failure} is null, else exceptionally with its cause. */
+    static void completeLike(CompletableFuture<Void> target, @Nullable Throwable failure) {
+        if (failure == null) {
+            target.complete(null);
+        } else {
+            target.completeExceptionally(failure instanceof CompletionException ce && ce.getCause() != null
+                    ? ce.getCause() : failure);
+        }
     }
 
     /** Waits for {@code stage}; rethrows a runtime cause as it is. */

@@ -572,6 +572,55 @@ class EdgesTest extends CacheTestSupport {
         assertFalse(failing.isClosed(), "keys are live: the registrar stays open");
         failing.deregisterFailures(r -> null);
         assertEquals(0, refused.retryQuarantined());
+        assertTrue(failing.isClosed(), "the retry deregistered everything: the owned registrar is closed now");
+        assertTrue(failing.violations().isEmpty(), failing.violations().toString());
+    }
+
+    /** After a close that met a failed deregistration, the automatic retry that ends it closes the registrar. */
+    @Test
+    void anOwnedRegistrarIsClosedByTheAutomaticRetryThatEndsTheQuarantine() throws Exception {
+        RecordingRegistrar failing = new RecordingRegistrar();
+        RegistrationCache cache = RegistrationCache.builder(failing).ownsRegistrar(true)
+                .deregistrationRetry(DeregistrationRetry.backoff(java.time.Duration.ofMillis(5),
+                        java.time.Duration.ofMillis(10))).build();
+        cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+        java.util.concurrent.atomic.AtomicInteger attempts = new java.util.concurrent.atomic.AtomicInteger();
+        failing.deregisterFailures(r -> attempts.incrementAndGet() <= 2 ? new RegistrationException("EBUSY", 16) : null);
+        assertThrows(DeregistrationException.class, cache::close, "the first attempt and close's own retry fail");
+        assertFalse(failing.isClosed(), "keys are live: the registrar stays open");
+        waitFor(() -> cache.quarantined().isEmpty()); // the automatic retry succeeded
+        waitFor(failing::isClosed);
+        assertEquals(3, attempts.get());
+        assertTrue(failing.violations().isEmpty(), failing.violations().toString());
+    }
+
+    /** A close with nothing to deregister closes the owned registrar outside the cache's lock. */
+    @Test
+    void anOwnedRegistrarsSlowCloseDoesNotBlockTheCachesLock() throws Exception {
+        CountDownLatch inClose = new CountDownLatch(1);
+        CountDownLatch finish = new CountDownLatch(1);
+        ForwardingRegistrar slow = new ForwardingRegistrar(registrar) {
+            @Override
+            public void close() {
+                inClose.countDown();
+                await(finish); // a device context that takes seconds to close
+                super.close();
+            }
+        };
+        RegistrationCache cache = RegistrationCache.builder(slow).ownsRegistrar(true).build();
+        cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+        cache.invalidate(BASE, PAGE).toCompletableFuture().join(); // nothing left to deregister at close
+        Future<?> closing = pool.submit(() -> cache.close());
+        await(inClose);
+        Future<MetricsSnapshot> metrics = pool.submit(cache::metrics);
+        try {
+            assertEquals(1, metrics.get(2, java.util.concurrent.TimeUnit.SECONDS).get(CacheCounter.REGISTRATIONS),
+                    "metrics() answered while the registrar was closing");
+        } finally {
+            finish.countDown();
+        }
+        closing.get(5, java.util.concurrent.TimeUnit.SECONDS);
+        assertTrue(registrar.isClosed());
     }
 
     @Test
