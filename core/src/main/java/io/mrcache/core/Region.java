@@ -94,6 +94,8 @@ final class Region {
     final int access;
     /** Bytes the registrar pinned: the page-aligned span. */
     final long pinnedBytes;
+    /** {@link #hashCode()}: from the registration, not the object's identity (see there). */
+    private final int hash;
     /**
      * The outcome of the next deregistration attempt: completes normally when the keys are dead, exceptionally
      * when that attempt failed (a fresh one then stands for the retry). Replaced only under the cache's lock.
@@ -151,6 +153,7 @@ final class Region {
         this.end = registration.end();
         this.access = registration.access();
         this.pinnedBytes = pinnedBytes;
+        this.hash = hashOf(registration);
         this.baseStripe = stripe;
         this.base = initialLeases; // leases are the word's low half; every field is final or volatile: safe to
                                    // publish through a race
@@ -529,6 +532,28 @@ final class Region {
     static boolean grants(int granted, int requested, boolean widenRemote) {
         return Access.includes(granted, requested)
                 && (widenRemote || (granted & Access.REMOTE_MASK) == (requested & Access.REMOTE_MASK));
+    }
+
+    /**
+     * The eviction policy's frequency sketch hashes its keys: a hash of the registration (its range, rights and
+     * keys) makes the policy's choices a function of what was registered, so one thread's run replays exactly,
+     * where the identity hash would differ from run to run. Equality stays identity.
+     */
+    @Override
+    public int hashCode() {
+        return hash;
+    }
+
+    @Override
+    public boolean equals(@Nullable Object o) {
+        return this == o;
+    }
+
+    private static int hashOf(Registration r) {
+        long h = r.address() * 0x9E3779B97F4A7C15L ^ r.length() * 0xC2B2AE3D27D4EB4FL
+                ^ ((long) r.lkey() << 32 | (r.rkey() & 0xFFFF_FFFFL)) * 0x165667B19E3779F9L ^ r.handle() ^ r.access();
+        h = (h ^ (h >>> 31)) * 0xBF58476D1CE4E5B9L;
+        return (int) (h ^ (h >>> 29) ^ (h >>> 32));
     }
 
     @Override

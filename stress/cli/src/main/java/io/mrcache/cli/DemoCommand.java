@@ -48,8 +48,9 @@ final class DemoCommand implements Callable<Integer> {
             description = "Buffer lifecycles per cache (default ${DEFAULT-VALUE}, about 30 s in all here).")
     long ops;
 
-    @Option(names = "--threads", defaultValue = "2", description = "Worker threads (default ${DEFAULT-VALUE}; 1 replays"
-            + " a seed exactly).")
+    @Option(names = "--threads", defaultValue = "2", description = "Worker threads (default ${DEFAULT-VALUE}). 1 replays"
+            + " a seed: every detector and count, except mrcache's counts under eviction-pressure (Caffeine breaks some"
+            + " admission ties with a random draw no seed reaches; its detectors still replay).")
     int threads;
 
     @Option(names = "--seed", converter = Options.SeedConverter.class,

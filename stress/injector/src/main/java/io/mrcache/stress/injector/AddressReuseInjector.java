@@ -49,8 +49,10 @@ import org.jspecify.annotations.Nullable;
  * detectors, the free hooks) and the worker loop ({@code Worker}), each under 400 lines, which share those
  * detectors and the pool; the allocator and the NIC live in their own classes.
  *
- * <p>A run is seeded; with one thread it is deterministic (remote writes then run inline, delayed hooks are
- * delayed by a count of operations, and there is no close race), so the seed replays the same counts.
+ * <p>A run is seeded; with one thread it is deterministic (remote writes then run inline, delayed and failed
+ * frees wait a count of operations, the cache's failed deregistrations are retried by the worker at fixed points,
+ * and there is no close race), so the seed replays the same counts; the one exception is mrcache's eviction
+ * policy under eviction-pressure, whose admission breaks some ties with a random draw (see the README).
  */
 public final class AddressReuseInjector {
     /** Builds the cache under test over the injector's registrar. */
@@ -93,6 +95,11 @@ public final class AddressReuseInjector {
     private static final int PEER_BATCH = 8;
     /** How long a free whose stage failed waits before it is announced again: 5 ms. */
     private static final long REHOOK_NANOS = 5_000_000L;
+    /**
+     * The same in a one-thread (replay) run, counted in operations; such a run's cache has no retry timer (see
+     * {@link Caches}), so the worker has it retry its failed deregistrations as often.
+     */
+    private static final long REHOOK_OPS = 16;
     private static final int LOW_WATER = 96;
     private static final int CLOSE_RACE_ROUNDS = 12;
     private static final int[] ACCESS = {Access.LOCAL_WRITE, Access.LOCAL_WRITE | Access.LOCAL_READ,
@@ -105,8 +112,8 @@ public final class AddressReuseInjector {
     private record Held(CacheUnderTest.Handle handle, InjectorNic.@Nullable Pinned pinned) {
     }
 
-    /** A free to announce again at {@code dueNanos} ({@link System#nanoTime}), its stage having failed. */
-    private record Rehook(long dueNanos, long address, long length, Runnable then) {
+    /** A free to announce again at {@code due} (on the run's {@code rehookClock}), its stage having failed. */
+    private record Rehook(long due, long address, long length, Runnable then) {
     }
 
     /** A stale peer's fire-and-forget remote write, for the peer thread. */
@@ -147,6 +154,10 @@ public final class AddressReuseInjector {
         final ConcurrentHashMap<Object, String> stuck = new ConcurrentHashMap<>();
         final AtomicBoolean stop = new AtomicBoolean();
         final Throwable[] failure = new Throwable[1];
+        /** One worker: the run replays its seed exactly (no clock decides anything, see {@link #rehookClock}). */
+        final boolean replay;
+        /** Operations of the one worker of a replay run. */
+        final AtomicLong operationsSoFar = new AtomicLong();
         /**
          * Frees whose stage completed exceptionally, to announce again once due: the workers (and at the end the
          * main thread) deliver them between operations, as an allocator retries on its next call, so that no
@@ -163,6 +174,7 @@ public final class AddressReuseInjector {
             this.config = config;
             this.factory = factory;
             this.progress = progress;
+            this.replay = config.threads() == 1;
             SimulatedHca nicHca = new SimulatedHca().warnings(progress::accept);
             this.hca = config.accountOnly() ? nicHca.accountOnly() : nicHca;
             // threads the injector does not start (the cache's retry threads) each get their own split of the seed:
@@ -345,8 +357,13 @@ public final class AddressReuseInjector {
             // a run stopped at its first violation is judged already: do not wait long for a broken cache's stages
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(stop.get() ? 1 : 30);
             while (pendingHooks.get() > 0 && System.nanoTime() < deadline) {
-                deliverDueRehooks();
-                sleep(1);
+                if (replay) {
+                    cache.retryFailedDeregistrations();
+                    deliverDueRehooks(true);
+                } else {
+                    deliverDueRehooks(false);
+                    sleep(1);
+                }
             }
             if (DEBUG && pendingHooks.get() > 0) {
                 System.err.println("PENDING HOOKS at the end: " + pendingHooks.get() + " " + cache.coverage() + " "
@@ -421,18 +438,26 @@ public final class AddressReuseInjector {
                     }
                     pendingHooks.decrementAndGet();
                 } else { // a key may still be live: ask again later, as an allocator that honours the stage does
-                    rehooks.add(new Rehook(System.nanoTime() + REHOOK_NANOS, address, length, then));
+                    rehooks.add(new Rehook(rehookClock() + (replay ? REHOOK_OPS : REHOOK_NANOS), address, length, then));
                 }
             });
         }
 
-        /** Announces again the frees whose {@link #REHOOK_NANOS} are up. */
-        void deliverDueRehooks() {
+        /**
+         * The clock a failed free's second announcement waits on: wall time, or in a replay run the worker's
+         * operations, so that it comes at the same point of the run every time.
+         */
+        long rehookClock() {
+            return replay ? operationsSoFar.get() : System.nanoTime();
+        }
+
+        /** Announces again the frees whose wait is up ({@code all}: every one). */
+        void deliverDueRehooks(boolean all) {
             while (!rehooks.isEmpty()) {
                 Rehook due;
                 synchronized (rehooks) { // the head's check and its removal as one: another thread may take it
                     Rehook head = rehooks.peek();
-                    if (head == null || System.nanoTime() - head.dueNanos() < 0) {
+                    if (head == null || !all && rehookClock() - head.due() < 0) {
                         return;
                     }
                     due = rehooks.poll();
@@ -526,8 +551,11 @@ public final class AddressReuseInjector {
             long freed = 0;
             while (freed < quota) {
                 op++;
+                if (run.replay && run.operationsSoFar.incrementAndGet() % REHOOK_OPS == 0) {
+                    run.cache.retryFailedDeregistrations(); // what the cache's retry timer does in other runs
+                }
                 deliverDelayedHooks(false);
-                run.deliverDueRehooks();
+                run.deliverDueRehooks(false);
                 if ((op & 31) == 0 && run.config.stopAtFirstViolation() && run.violations() > 0) {
                     run.stop.set(true);
                 }

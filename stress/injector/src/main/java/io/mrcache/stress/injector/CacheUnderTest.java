@@ -44,6 +44,14 @@ public interface CacheUnderTest extends AutoCloseable {
         return false;
     }
 
+    /**
+     * Retries now the deregistrations that failed and are waiting for a retry. A one-thread (replay) run calls
+     * this between operations, before it announces again a free whose stage failed, so that retries happen at
+     * the same points of the run every time rather than on a clock; a cache that retries on its own may ignore it.
+     */
+    default void retryFailedDeregistrations() {
+    }
+
     /** Deregisters everything still registered. */
     @Override
     void close();

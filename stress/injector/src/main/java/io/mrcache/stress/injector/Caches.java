@@ -53,6 +53,7 @@ public final class Caches {
     private static RegistrationCache.Builder builder(io.mrcache.core.Registrar registrar, InjectorConfig config) {
         return RegistrationCache.builder(registrar)
                 .budget(new Budget(Long.MAX_VALUE, config.has(Fault.EVICTION_PRESSURE) ? 8 : 4096))
-                .deregistrationRetry(RETRY);
+                // one thread replays a seed: its retries run at fixed points of the run, not on a clock
+                .deregistrationRetry(config.threads() == 1 ? DeregistrationRetry.MANUAL : RETRY);
     }
 }

@@ -44,6 +44,11 @@ public final class DroppingCache implements CacheUnderTest {
     }
 
     @Override
+    public void retryFailedDeregistrations() {
+        inner.retryFailedDeregistrations();
+    }
+
+    @Override
     public void close() {
         inner.close();
     }

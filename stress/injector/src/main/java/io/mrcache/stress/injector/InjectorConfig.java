@@ -7,7 +7,8 @@ import java.util.Set;
  * One injector run.
  *
  * @param operations  buffer lifecycles to run in all (allocate, use one or more times, free)
- * @param threads     worker threads; 1 replays a seed exactly (remote writes then run inline)
+ * @param threads     worker threads; 1 replays a seed (remote writes then run inline, retries at fixed points;
+ *                    exact but for mrcache's counts under eviction-pressure: see the README)
  * @param seed        seeds every random choice; a failing run prints it
  * @param faults      faults switched on
  * @param oracleCheck the injector's ORACLE (not a defense a library could have): on each acquire, ask the

@@ -93,6 +93,11 @@ public final class MrcacheUnderTest implements CacheUnderTest {
         return out;
     }
 
+    @Override
+    public void retryFailedDeregistrations() {
+        cache.retryQuarantined();
+    }
+
     public RegistrationCache cache() {
         return cache;
     }
