@@ -16,6 +16,11 @@ import org.junit.jupiter.api.Test;
  * invalidation in twenty, is reported UNSAFE under the demo's default settings (its operations, threads and
  * faults, judged without the oracle) on every one of five seeds, while the real cache is clean on the same
  * seeds. Each run stops at its first violation, which bounds the time.
+ *
+ * <p>Every broken variant but one: {@code LOSE_POLICY_DROPS} keeps idle regions past the budget (I5) and harms no
+ * byte, and the injector's detectors are about bytes and keys (stale writes, corruption, reuse while registered,
+ * leaks, double deregistrations, deregistration under lease, stale hits). The jcstress race
+ * {@code Race8PolicyDropVsEvict} and {@code RaceWindowsTest} catch it.
  */
 class MutationKillTest {
     static final long DEMO_OPS = 300_000;
@@ -31,7 +36,9 @@ class MutationKillTest {
     void everyBrokenVariantIsReportedUnsafeOnEverySeed() {
         Map<String, AddressReuseInjector.CacheFactory> variants = new LinkedHashMap<>();
         for (CacheFault bug : CacheFault.values()) {
-            variants.put(bug.name(), Caches.broken(bug));
+            if (bug != CacheFault.LOSE_POLICY_DROPS) {
+                variants.put(bug.name(), Caches.broken(bug));
+            }
         }
         variants.put("drops 1 in 20 invalidations", Caches.DROPPING);
         List<String> survivors = new ArrayList<>();
