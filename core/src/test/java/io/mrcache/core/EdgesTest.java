@@ -581,13 +581,21 @@ class EdgesTest extends CacheTestSupport {
     void anOwnedRegistrarIsClosedByTheAutomaticRetryThatEndsTheQuarantine() throws Exception {
         RecordingRegistrar failing = new RecordingRegistrar();
         RegistrationCache cache = RegistrationCache.builder(failing).ownsRegistrar(true)
-                .deregistrationRetry(DeregistrationRetry.backoff(java.time.Duration.ofMillis(5),
-                        java.time.Duration.ofMillis(10))).build();
+                .deregistrationRetry(DeregistrationRetry.backoff(java.time.Duration.ofMillis(200),
+                        java.time.Duration.ofMillis(400))).build(); // long enough that close's own retry comes first
         cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
         java.util.concurrent.atomic.AtomicInteger attempts = new java.util.concurrent.atomic.AtomicInteger();
-        failing.deregisterFailures(r -> attempts.incrementAndGet() <= 2 ? new RegistrationException("EBUSY", 16) : null);
+        CountDownLatch retryMayFinish = new CountDownLatch(1);
+        failing.deregisterFailures(r -> {
+            if (attempts.incrementAndGet() <= 2) {
+                return new RegistrationException("EBUSY", 16);
+            }
+            await(retryMayFinish); // the automatic retry, on the cache's retry thread: held until checked below
+            return null;
+        });
         assertThrows(DeregistrationException.class, cache::close, "the first attempt and close's own retry fail");
         assertFalse(failing.isClosed(), "keys are live: the registrar stays open");
+        retryMayFinish.countDown();
         waitFor(() -> cache.quarantined().isEmpty()); // the automatic retry succeeded
         waitFor(failing::isClosed);
         assertEquals(3, attempts.get());
