@@ -1,7 +1,15 @@
 package io.mrcache.core;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One successful {@link Registrar#register}: the registered range, its rights and keys.
+ *
+ * <p>Verbs keys are 32-bit integers ({@link #lkey}, {@link #rkey}). A transport whose remote keys are something
+ * else gets them through {@link #attachment}: UCX's, for example, is a packed byte buffer that the registrar
+ * makes once, at registration, and a transport reads from its lease
+ * ({@code lease.registration().attachment(UcxKeys.class)}), with no map of its own keyed by address. Reading it
+ * costs the hit path nothing: a lease holds its registration already.
  *
  * @param address          first registered byte
  * @param length           registered bytes
@@ -10,12 +18,36 @@ package io.mrcache.core;
  * @param rkey             key a remote peer presents
  * @param protectionDomain the protection domain the keys belong to (an opaque id)
  * @param handle           the registrar's own handle (an {@code ibv_mr*}, a simulated region id)
+ * @param attachment       the registrar's own object for this registration (keys that are not integers, the
+ *                         native handle object), or null where it needs none
  */
 public record Registration(long address, long length, int access, int lkey, int rkey, long protectionDomain,
-        long handle) {
+        long handle, @Nullable Object attachment) {
+
+    /** A registration with nothing attached (verbs, the simulated HCA). */
+    public Registration(long address, long length, int access, int lkey, int rkey, long protectionDomain,
+            long handle) {
+        this(address, length, access, lkey, rkey, protectionDomain, handle, null);
+    }
 
     public long end() {
         return address + length;
+    }
+
+    /**
+     * The attachment as a {@code type}.
+     *
+     * @throws IllegalStateException when the registrar attached nothing, or something else (the message names
+     *                               what is there and which registrar makes a {@code type})
+     */
+    public <T> T attachment(Class<T> type) {
+        Object a = attachment;
+        if (!type.isInstance(a)) {
+            throw new IllegalStateException(this + " carries " + (a == null ? "no attachment"
+                    : "a " + a.getClass().getName()) + ", not a " + type.getName()
+                    + ": was it made by the registrar that attaches one (for UCX keys, UcxRegistrar)?");
+        }
+        return type.cast(a);
     }
 
     @Override
