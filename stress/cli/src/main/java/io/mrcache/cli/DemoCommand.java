@@ -67,6 +67,20 @@ final class DemoCommand implements Callable<Integer> {
             + " the tables; progress goes to standard error.")
     boolean json;
 
+    @Option(names = "--transport", defaultValue = "injector", paramLabel = "injector|ucx",
+            description = "injector (default): the address-reuse fault injector on the simulated HCA. ucx: a real"
+                    + " transport, two JVMs over UCX through jucx (shared memory and TCP here); --ops then counts"
+                    + " operations (default 20000), and --threads and --faults do not apply.")
+    String transport;
+
+    @Option(names = "--listen", paramLabel = "PORT", description = "With --transport ucx: listen on PORT (all"
+            + " interfaces) for a peer started by hand, './mrcache ucx-peer --connect HOST:PORT', instead of starting"
+            + " one on this machine.")
+    Integer listen;
+
+    /** Operations per column of the ucx demo when --ops is not given. */
+    static final long UCX_DEFAULT_OPS = 20_000;
+
     static final class FaultNames extends ArrayList<String> {
         FaultNames() {
             for (Fault f : Fault.values()) {
@@ -77,6 +91,24 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        if (!transport.equals("injector") && !transport.equals("ucx")) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--transport " + transport
+                    + ": give 'injector' (the fault injector, the default) or 'ucx' (two JVMs over UCX)");
+        }
+        if (transport.equals("ucx")) {
+            boolean opsGiven = spec.commandLine().getParseResult().hasMatchedOption("--ops");
+            long ucxOps = opsGiven ? ops : UCX_DEFAULT_OPS;
+            Options.positive(spec, "--ops", ucxOps);
+            if (listen != null && (listen < 1 || listen > 65535)) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--listen " + listen
+                        + ": give a port in 1..65535");
+            }
+            return UcxDemo.run(ucxOps, seed != null ? seed : new java.util.Random().nextLong(), json, listen);
+        }
+        if (listen != null) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--listen " + listen
+                    + ": only with --transport ucx");
+        }
         EnumSet<Fault> faultSet = Options.faults(spec, faults);
         Options.positive(spec, "--ops", ops);
         Options.threads(spec, threads);

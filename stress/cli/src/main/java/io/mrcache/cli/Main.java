@@ -7,7 +7,7 @@ import picocli.CommandLine.Command;
 @Command(name = "mrcache", mixinStandardHelpOptions = true, versionProvider = Main.BuildVersion.class,
         description = "A safe, fast RDMA memory-registration cache for JVM transports.",
         subcommands = {DemoCommand.class, SoakCommand.class, TourCommand.class, CostCommand.class, BenchCommand.class,
-            DevicesCommand.class},
+            DevicesCommand.class, UcxPeerCommand.class},
         footer = {"", "Run './mrcache <command> --help' for a command's options."})
 public final class Main implements Runnable {
 

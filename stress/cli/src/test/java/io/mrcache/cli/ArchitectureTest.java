@@ -19,13 +19,14 @@ import org.junit.jupiter.api.Test;
 class ArchitectureTest {
     static final String CORE = "io.mrcache.core..";
     static final String VERBS = "io.mrcache.verbs..";
+    static final String UCX = "io.mrcache.ucx..";
     static final String[] STRESS = {"io.mrcache.stress..", "io.mrcache.cli..", "io.mrcache.bench..",
         "io.mrcache.jcstress.."};
     /** Packages whose public types are API. */
     static final String[] API = {"io.mrcache.core", "io.mrcache.core.cost", "io.mrcache.core.testing",
         "io.mrcache.core.micrometer",
         "io.mrcache.verbs", "io.mrcache.verbs.hooks", "io.mrcache.verbs.ibv", "io.mrcache.verbs.sim",
-        "io.mrcache.verbs.registrar"};
+        "io.mrcache.verbs.registrar", "io.mrcache.ucx", "io.mrcache.ucx.transport"};
     /** Public only for the module's own use (their package-info says so); not API. */
     static final String[] INTERNAL = {"io.mrcache.core.events", "io.mrcache.verbs.internal"};
 
@@ -40,7 +41,7 @@ class ArchitectureTest {
     @Test
     void theRulesSeeEveryModule() {
         for (String name : new String[] {"io.mrcache.core.RegistrationCache", "io.mrcache.verbs.sim.SimulatedHca",
-            "io.mrcache.stress.injector.AddressReuseInjector", "io.mrcache.cli.Main"}) {
+            "io.mrcache.stress.injector.AddressReuseInjector", "io.mrcache.cli.Main", "io.mrcache.ucx.UcxRegistrar"}) {
             if (!classes.contain(name)) {
                 throw new AssertionError(name + " was not imported: the rules below would check nothing");
             }
@@ -51,6 +52,18 @@ class ArchitectureTest {
     void coreDependsOnNoNativeCodeAndNoStressModule() {
         noClasses().that().resideInAPackage(CORE).should().dependOnClassesThat().resideInAnyPackage(concat(new String[] {VERBS}, STRESS))
                 .because("core is pure Java that any transport embeds").check(classes);
+    }
+
+    @Test
+    void coreDependsOnNoTransportModule() {
+        noClasses().that().resideInAPackage(CORE).should().dependOnClassesThat().resideInAPackage(UCX)
+                .check(classes);
+    }
+
+    @Test
+    void theUcxModuleDependsOnCoreAloneOfTheProject() {
+        noClasses().that().resideInAPackage(UCX).should().dependOnClassesThat()
+                .resideInAnyPackage(concat(new String[] {VERBS}, STRESS)).check(classes);
     }
 
     @Test

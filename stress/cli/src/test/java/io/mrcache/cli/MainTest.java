@@ -162,6 +162,10 @@ class MainTest {
             {"--hit-ns -1.0", "nanoseconds", "cost", "--what-if", "--hit-ns", "-1"},
             {"--svg /nonexistent-dir/x.svg", "cannot write", "cost", "--what-if", "--svg", "/nonexistent-dir/x.svg"},
             {"--seed", "0x followed by", "demo", "--seed", "0xZZ"},
+            {"--transport tcp", "'ucx'", "demo", "--transport", "tcp"},
+            {"--listen 7000", "only with --transport ucx", "demo", "--listen", "7000"},
+            {"--listen 0", "1..65535", "demo", "--transport", "ucx", "--listen", "0"},
+            {"--connect nohost", "HOST:PORT", "ucx-peer", "--connect", "nohost"},
         };
         for (String[] c : cases) {
             String[] args = java.util.Arrays.copyOfRange(c, 2, c.length);
@@ -170,6 +174,27 @@ class MainTest {
             assertTrue(r[2].contains(c[0]) && r[2].contains(c[1]), String.join(" ", args) + " -> " + r[2]);
             assertFalse(r[2].contains("\tat "), "no stack trace: " + r[2]);
         }
+    }
+
+    /** Two JVMs over UCX: the naive cache corrupts the owner's memory, mrcache does not, in one JSON line. */
+    @Test
+    void demoOverUcxShowsTheNaiveCacheCorruptingAnotherProcesssMemoryAndMrcacheNot() {
+        String[] r = capture("demo", "--transport", "ucx", "--ops", "3000", "--seed", "12", "--json");
+        assertEquals("0", r[0], r[1] + r[2]);
+        com.google.gson.JsonObject o = com.google.gson.JsonParser.parseString(r[1].trim()).getAsJsonObject();
+        assertEquals("ucx", o.get("transport").getAsString());
+        assertEquals("safe", o.get("judged").getAsString());
+        var columns = o.getAsJsonArray("columns");
+        var naive = columns.get(0).getAsJsonObject();
+        var mrcache = columns.get(1).getAsJsonObject();
+        var violating = columns.get(2).getAsJsonObject();
+        assertTrue(naive.get("corruptedBuffers").getAsLong() + naive.get("staleReads").getAsLong() > 0, naive.toString());
+        assertEquals(0, mrcache.get("corruptedBuffers").getAsLong(), mrcache.toString());
+        assertEquals(0, mrcache.get("staleReads").getAsLong(), mrcache.toString());
+        assertEquals(mrcache.get("freesWhileOutstanding").getAsLong(), mrcache.get("heldBack").getAsLong());
+        assertTrue(violating.get("lateWrites").getAsLong() > 0 && violating.get("corruptedBuffers").getAsLong() > 0,
+                violating.toString());
+        assertEquals(1, r[1].trim().lines().count(), "one JSON line on standard output, progress on error");
     }
 
     @Test
@@ -194,7 +219,7 @@ class MainTest {
             String next = at < r[1].length() ? r[1].substring(at).lines().findFirst().orElse("") : "";
             assertTrue(summary.endsWith(".") || next.startsWith("             "), "cut: '" + line + "'");
         }
-        for (String cmd : new String[] {"demo", "soak", "tour", "cost", "bench", "devices"}) {
+        for (String cmd : new String[] {"demo", "soak", "tour", "cost", "bench", "devices", "ucx-peer"}) {
             String[] h = capture(cmd, "--help");
             assertTrue(h[1].contains("Exit status:"), cmd + " lists its exit codes: " + h[1]);
         }
