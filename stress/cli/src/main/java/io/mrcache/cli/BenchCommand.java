@@ -58,6 +58,11 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print the results as one JSON object instead of the table.")
     boolean json;
 
+    @Option(names = "--transport-savings", description = "Instead of the benchmarks: what caching saves on the real"
+            + " transport (two JVMs over UCX through jucx), 4 KiB to 4 MiB messages, a registration per message against"
+            + " a cache hit, beside the cost model calibrated on UcxRegistrar.")
+    boolean transportSavings;
+
     @Option(names = "--update-doc", paramLabel = "FILE", description = "Also replace the generated part of FILE"
             + " (between its bench:begin and bench:end markers, as in docs/PERFORMANCE.md) with this run's tables.")
     Path updateDoc;
@@ -67,6 +72,9 @@ final class BenchCommand implements Callable<Integer> {
         if (repeats != null && repeats < 1) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--repeats " + repeats
                     + ": give 1 or more repeats of each side");
+        }
+        if (transportSavings) {
+            return TransportSavings.run(repeats != null ? repeats : quick ? 3 : 5, json);
         }
         String doc = updateDoc != null && Files.isRegularFile(updateDoc) ? Files.readString(updateDoc) : "";
         if (updateDoc != null && !(doc.contains(DOC_BEGIN) && doc.contains(DOC_END))) {

@@ -197,6 +197,23 @@ class MainTest {
         assertEquals(1, r[1].trim().lines().count(), "one JSON line on standard output, progress on error");
     }
 
+    /** The transport savings run end to end: every size, both sides, the model beside them (no claim from it). */
+    @Test
+    void transportSavingsMeasuresEverySizeOnBothSidesBesideTheModel() {
+        String[] r = capture("bench", "--transport-savings", "--repeats", "1", "--json");
+        assertEquals("0", r[0], r[1] + r[2]);
+        com.google.gson.JsonObject o = com.google.gson.JsonParser.parseString(r[1].trim()).getAsJsonObject();
+        assertTrue(o.get("model").getAsString().contains("UcxRegistrar"), r[1]);
+        var rows = o.getAsJsonArray("rows");
+        assertEquals(6, rows.size(), "4 KiB to 4 MiB");
+        for (var row : rows) {
+            var m = row.getAsJsonObject();
+            assertTrue(m.getAsJsonArray("registeringRate").get(0).getAsDouble() > 0, m.toString());
+            assertTrue(m.getAsJsonArray("cachedRate").get(0).getAsDouble() > 0, m.toString());
+            assertTrue(m.get("modelSavingUs").getAsDouble() > 0, m.toString());
+        }
+    }
+
     @Test
     void hexSeedsAsTheProjectPrintsThemAreAccepted() {
         String[] r = capture("demo", "--ops", "2000", "--threads", "1", "--faults", "immediate-reuse", "--seed",

@@ -2,17 +2,12 @@ package io.mrcache.ucx.transport;
 
 import io.mrcache.core.Access;
 import io.mrcache.ucx.UcxRegistrar;
-import io.mrcache.ucx.UcxVersion;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -21,12 +16,7 @@ import java.util.SplittableRandom;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
-import org.openucx.jucx.UcxCallback;
 import org.openucx.jucx.ucp.UcpContext;
-import org.openucx.jucx.ucp.UcpEndpoint;
-import org.openucx.jucx.ucp.UcpEndpointParams;
-import org.openucx.jucx.ucp.UcpRequest;
-import org.openucx.jucx.ucp.UcpRequestParams;
 import org.openucx.jucx.ucp.UcpWorker;
 import org.openucx.jucx.ucp.UcpWorkerParams;
 
@@ -116,33 +106,26 @@ public final class UcxOwner {
 
     private final Config config;
     private final TransportCache cache;
-    private final UcpWorker worker;
+    private final PeerLink link;
     private final SlabAllocator allocator;
     private final Consumer<String> progress;
     private final SplittableRandom rnd;
-    private final UcpRequestParams host = new UcpRequestParams().setMemoryType(UcxVersion.HOST_MEMORY);
     private final List<Live> live = new ArrayList<>();
     private final Map<Long, Operation> outstanding = new HashMap<>();
-    private final ArrayDeque<Wire.Completion> completions = new ArrayDeque<>();
-    private final MemorySegment requestBuffer;
-    private final MemorySegment completionBuffers;
     private long nextWord = 1;
     private long corrupted;
     private long staleReads;
     private long earlyFrees;
     private long heldBack;
     private long completed;
-    private volatile @Nullable String peerFailure;
 
-    private UcxOwner(Config config, TransportCache cache, UcpWorker worker, Arena arena, Consumer<String> progress) {
+    private UcxOwner(Config config, TransportCache cache, PeerLink link, Arena arena, Consumer<String> progress) {
         this.config = config;
         this.cache = cache;
-        this.worker = worker;
+        this.link = link;
         this.progress = progress;
         this.rnd = new SplittableRandom(config.seed());
         this.allocator = new SlabAllocator(arena, 32, cache::free);
-        this.requestBuffer = arena.allocate(Wire.REQUEST_BYTES, 8);
-        this.completionBuffers = arena.allocate((long) Wire.COMPLETION_BYTES * config.window(), 8);
     }
 
     /**
@@ -154,67 +137,36 @@ public final class UcxOwner {
         long started = System.nanoTime();
         try (UcpContext context = UcxRegistrar.newContext();
              UcpWorker worker = context.newWorker(new UcpWorkerParams());
-             Arena arena = Arena.ofShared();
-             ServerSocket server = new ServerSocket()) {
+             Arena arena = Arena.ofShared()) {
             UcxRegistrar registrar = new UcxRegistrar(context);
             TransportCache cache = kind == CacheKind.MRCACHE ? new MrcacheTransportCache(registrar)
                     : new NaiveTransportCache(registrar);
-            server.bind(config.listen());
-            server.setSoTimeout(60_000);
-            Process peer = launchPeer.apply(server.getLocalPort());
-            Socket socket;
-            try {
-                socket = server.accept();
-            } catch (java.net.SocketTimeoutException e) {
-                throw new IOException("no peer connected to " + server.getLocalSocketAddress() + " within 60 s"
-                        + (peer != null && !peer.isAlive() ? " (the peer process exited with " + peer.exitValue() + ")"
-                                : ""), e);
-            }
-            try (Rendezvous rv = new Rendezvous(socket)) {
-                ByteBuffer peerAddress = rv.receiveBytes();
-                rv.sendBytes(worker.getAddress());
-                rv.sendInt(config.peerViolates() ? UcxPeer.VIOLATE : 0);
-                UcxOwner owner = new UcxOwner(config, cache, worker, arena, progress);
-                Thread watcher = Thread.ofPlatform().daemon().name("ucx-owner-peer-watch").start(() -> {
-                    rv.awaitClose();
-                    owner.peerFailure = "its control connection closed";
-                });
-                UcpEndpoint endpoint = worker.newEndpoint(new UcpEndpointParams().setUcpAddress(peerAddress)
-                        .setPeerErrorHandlingMode().setErrorHandler((ep, status, message) ->
-                                owner.peerFailure = "its endpoint failed (UCX status " + status + ": " + message + ")"));
-                long lateWrites = owner.serve(endpoint, peer);
-                watcher.interrupt();
+            try (PeerLink link = PeerLink.accept(worker, arena, config.listen(), config.window(),
+                    config.peerViolates() ? UcxPeer.VIOLATE : 0, launchPeer)) {
+                UcxOwner owner = new UcxOwner(config, cache, link, arena, progress);
+                long lateWrites = owner.serve();
                 String name = cache.name() + (config.peerViolates() ? " + violating peer" : "")
                         + (config.releaseAtSend() ? " releasing keys at send (BROKEN)" : "");
-                TransportReport report = new TransportReport(name, owner.completed, owner.corrupted, owner.staleReads,
-                        owner.earlyFrees, owner.heldBack, lateWrites, cache.registrations(), lateWrites < 0,
+                return new TransportReport(name, owner.completed, owner.corrupted, owner.staleReads, owner.earlyFrees,
+                        owner.heldBack, Math.max(0, lateWrites), cache.registrations(), lateWrites < 0,
                         (System.nanoTime() - started) / 1e9);
-                cache.close();
-                return report;
             } finally {
-                if (peer != null) {
-                    if (!peer.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
-                        peer.destroyForcibly();
-                    }
-                }
+                cache.close();
             }
         }
     }
 
     /** The event loop; returns the peer's count of late writes, or -1 when the peer was lost. */
-    private long serve(UcpEndpoint endpoint, @Nullable Process peer) throws IOException, InterruptedException {
-        for (int slot = 0; slot < config.window(); slot++) {
-            postCompletionReceive(slot);
-        }
+    private long serve() throws IOException, InterruptedException {
         long posted = 0;
         long lastReport = System.nanoTime();
         while (posted < config.operations() || !outstanding.isEmpty()) {
-            progress();
+            link.progress();
             drainCompletions();
-            if (peerFailure != null) {
-                return peerLost(endpoint, peer);
+            if (link.failure() != null) {
+                return peerLost();
             }
-            if (posted < config.operations() && outstanding.size() < config.window() && post(endpoint, posted + 1)) {
+            if (posted < config.operations() && outstanding.size() < config.window() && post(posted + 1)) {
                 posted++;
             }
             if (System.nanoTime() - lastReport > 1_000_000_000L) {
@@ -228,23 +180,15 @@ public final class UcxOwner {
         }
         long deadline = System.nanoTime() + 30_000_000_000L;
         while (allocator.waitingFrees() > 0 && System.nanoTime() < deadline) {
-            progress();
+            link.progress();
         }
-        long lateWrites = stop(endpoint);
-        closeEndpoint(endpoint, false);
+        long lateWrites = link.stop();
+        link.close(false);
         return lateWrites;
     }
 
-    private void progress() throws IOException {
-        try {
-            worker.progress();
-        } catch (Exception e) {
-            throw new IOException("UCX worker progress failed", e);
-        }
-    }
-
     /** Posts one operation on a new or a live idle buffer; false when no memory is free just now. */
-    private boolean post(UcpEndpoint endpoint, long id) throws IOException {
+    private boolean post(long id) throws IOException {
         Live l = pickOrAllocate();
         if (l == null) {
             return false; // frees are held back: progress until their stages complete
@@ -254,9 +198,7 @@ public final class UcxOwner {
         long word = kind == Wire.WRITE ? nextWord++ : 0;
         long readChecksum = kind == Wire.READ ? Wire.checksum(allocator.segment(l.buffer)) : 0;
         TransportCache.Held held = cache.acquire(l.buffer.address(), l.buffer.length(), ACCESS);
-        Wire.encode(requestBuffer, new Wire.Request(id, kind, l.buffer.address(), l.buffer.length(), word,
-                held.packedRemoteKey()));
-        send(endpoint, requestBuffer, Wire.REQUEST_BYTES, Wire.REQUEST_TAG);
+        link.send(new Wire.Request(id, kind, l.buffer.address(), l.buffer.length(), word, held.packedRemoteKey()));
         if (config.releaseAtSend()) {
             held.release(); // the broken protocol: the peer still holds the key, the cache no longer knows
         }
@@ -290,7 +232,7 @@ public final class UcxOwner {
 
     private void drainCompletions() {
         Wire.Completion c;
-        while ((c = completions.pollFirst()) != null) {
+        while ((c = link.poll()) != null) {
             Operation op = outstanding.remove(c.op());
             if (op == null) {
                 throw new IllegalStateException("a completion for operation " + c.op() + ", which is not outstanding");
@@ -349,68 +291,22 @@ public final class UcxOwner {
         }
     }
 
-    private void postCompletionReceive(int slot) {
-        long address = completionBuffers.address() + (long) slot * Wire.COMPLETION_BYTES;
-        worker.recvTaggedNonBlocking(address, Wire.COMPLETION_BYTES, Wire.COMPLETION_TAG, -1L, new UcxCallback() {
-            @Override
-            public void onSuccess(UcpRequest request) {
-                completions.addLast(Wire.decodeCompletion(completionBuffers.asSlice((long) slot * Wire.COMPLETION_BYTES,
-                        Wire.COMPLETION_BYTES)));
-                postCompletionReceive(slot);
-            }
-
-            @Override
-            public void onError(int status, String message) {
-                if (peerFailure == null) {
-                    peerFailure = "a completion receive failed (UCX status " + status + ": " + message + ")";
-                }
-            }
-        }, host);
-    }
-
-    private void send(UcpEndpoint endpoint, MemorySegment message, int bytes, long tag) throws IOException {
-        UcpRequest r = endpoint.sendTaggedNonBlocking(message.address(), bytes, tag, null, host);
-        while (!r.isCompleted()) {
-            progress();
-            if (peerFailure != null) {
-                return;
-            }
-        }
-    }
-
-    /** Tells the peer to stop; returns its count of late writes (the STOP completion carries it). */
-    private long stop(UcpEndpoint endpoint) throws IOException {
-        Wire.encode(requestBuffer, new Wire.Request(Long.MAX_VALUE, Wire.STOP, 0, 0, 0, ByteBuffer.allocate(0)));
-        send(endpoint, requestBuffer, Wire.REQUEST_BYTES, Wire.REQUEST_TAG);
-        long deadline = System.nanoTime() + 30_000_000_000L;
-        while (System.nanoTime() < deadline && peerFailure == null) {
-            progress();
-            Wire.Completion c = completions.pollFirst();
-            if (c != null && c.op() == Long.MAX_VALUE) {
-                return c.checksum();
-            }
-        }
-        throw new IOException("the peer did not answer STOP within 30 s" + (peerFailure == null ? "" : ": " + peerFailure));
-    }
-
     /**
      * The peer is gone or failing: no more operations; its keys are released only once its endpoint is closed
      * and its control connection has ended, so that no write of it can still arrive.
      */
-    private long peerLost(UcpEndpoint endpoint, @Nullable Process peer) throws IOException, InterruptedException {
-        progress.accept("ucx owner: the peer is lost (" + peerFailure + "); closing its endpoint before releasing its "
-                + outstanding.size() + " operation(s)' keys");
-        closeEndpoint(endpoint, true);
-        if (peer != null) {
-            peer.waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
-        }
+    private long peerLost() throws IOException, InterruptedException {
+        progress.accept("ucx owner: the peer is lost (" + link.failure() + "); closing its endpoint before releasing"
+                + " its " + outstanding.size() + " operation(s)' keys");
+        link.close(true);
         for (Operation op : outstanding.values()) {
             if (!config.releaseAtSend()) {
                 op.held().release();
             }
         }
         progress.accept("ucx owner: released " + outstanding.size() + " lease(s) of the lost peer after its endpoint"
-                + " closed; no write of it can arrive any more");
+                + " closed" + (link.controlClosed() ? " and its control connection ended; no write of it can arrive"
+                        + " any more" : "; its control connection was still open after 30 s"));
         outstanding.clear();
         for (Live l : List.copyOf(live)) {
             free(l);
@@ -418,11 +314,4 @@ public final class UcxOwner {
         return -1;
     }
 
-    private void closeEndpoint(UcpEndpoint endpoint, boolean force) throws IOException {
-        UcpRequest closing = force ? endpoint.closeNonBlockingForce() : endpoint.closeNonBlockingFlush();
-        long deadline = System.nanoTime() + 10_000_000_000L;
-        while (!closing.isCompleted() && System.nanoTime() < deadline) {
-            progress();
-        }
-    }
 }

@@ -30,6 +30,8 @@ import org.openucx.jucx.ucp.UcpWorkerParams;
 public final class UcxPeer {
     /** Flag the owner sends: write with old keys after their completion (outside the safety model). */
     static final int VIOLATE = 1;
+    /** The largest operation a peer serves (the savings benchmark's 4 MiB messages). */
+    public static final long MAX_BYTES = 4L << 20;
     /** A violating peer writes late once per this many operations. */
     static final int LATE_WRITE_EVERY = 4;
 
@@ -83,7 +85,7 @@ public final class UcxPeer {
         UcpRequestParams host = new UcpRequestParams().setMemoryType(UcxVersion.HOST_MEMORY);
         MemorySegment request = arena.allocate(Wire.REQUEST_BYTES, 8);
         MemorySegment completion = arena.allocate(Wire.COMPLETION_BYTES, 8);
-        MemorySegment data = arena.allocate(SlabAllocator.CHUNK, 4096);
+        MemorySegment data = arena.allocate(MAX_BYTES, 4096);
         MemorySegment garbage = arena.allocate(SlabAllocator.CHUNK, 4096).fill((byte) 0xBD);
         ArrayDeque<Done> done = new ArrayDeque<>();
         long served = 0;
@@ -95,6 +97,9 @@ public final class UcxPeer {
             Wire.Request r = Wire.decodeRequest(request);
             long checksum = 0;
             if (r.kind() != Wire.STOP) {
+                if (r.length() <= 0 || r.length() > MAX_BYTES) {
+                    throw new IOException("a request for " + r.length() + " bytes: a peer serves 1.." + MAX_BYTES);
+                }
                 UcpRemoteKey key = owner.unpackRemoteKey(r.key());
                 try {
                     if (r.kind() == Wire.WRITE) {
