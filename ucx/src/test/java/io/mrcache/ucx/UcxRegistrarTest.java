@@ -215,6 +215,17 @@ class UcxRegistrarTest {
         assertEquals(UcxStatus.EIO, UcxStatus.errno(UcsConstants.STATUS.UCS_ERR_SHMEM_SEGMENT), "no counterpart: EIO");
     }
 
+    /** The version the facts in UcxVersion are about is the jucx on the class path (the build pins it). */
+    @Test
+    void theJucxOnTheClassPathIsTheOneUcxVersionDescribes() throws Exception {
+        java.util.Properties p = new java.util.Properties();
+        try (var in = UcxException.class.getResourceAsStream("/META-INF/maven/org.openucx/jucx/pom.properties")) {
+            assertNotNull(in, "jucx's pom.properties");
+            p.load(in);
+        }
+        assertEquals(UcxVersion.JUCX, p.getProperty("version"), "update UcxVersion's facts with the version");
+    }
+
     @Test
     void rightsMapToUcxsProtectionFlags() {
         long remoteWrite = UcxRegistrar.protection(Access.LOCAL_WRITE | Access.REMOTE_WRITE);

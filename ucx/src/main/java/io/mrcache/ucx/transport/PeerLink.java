@@ -34,6 +34,8 @@ final class PeerLink implements AutoCloseable {
     private final MemorySegment requestBuffer;
     private final MemorySegment completionBuffers;
     private final ArrayDeque<Wire.Completion> completions = new ArrayDeque<>();
+    /** The posted completion receives, one per slot (cancelled at close, so UCX gets its requests back). */
+    private final UcpRequest[] receives;
     private volatile @Nullable String failure;
     /** The control connection ended: the peer process is gone, or it left. */
     private volatile boolean controlClosed;
@@ -46,6 +48,7 @@ final class PeerLink implements AutoCloseable {
         this.peer = peer;
         this.requestBuffer = arena.allocate(Wire.REQUEST_BYTES, 8);
         this.completionBuffers = arena.allocate((long) Wire.COMPLETION_BYTES * window, 8);
+        this.receives = new UcpRequest[window];
         this.endpoint = worker.newEndpoint(new UcpEndpointParams().setUcpAddress(peerAddress)
                 .setPeerErrorHandlingMode().setErrorHandler((ep, status, message) ->
                         failure = "its endpoint failed (UCX status " + status + ": " + message + ")"));
@@ -150,6 +153,11 @@ final class PeerLink implements AutoCloseable {
             return;
         }
         closed = true;
+        for (UcpRequest r : receives) {
+            if (r != null && !r.isCompleted()) {
+                worker.cancelRequest(r);
+            }
+        }
         UcpRequest closing = force ? endpoint.closeNonBlockingForce() : endpoint.closeNonBlockingFlush();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (!closing.isCompleted() && System.nanoTime() < deadline) {
@@ -183,7 +191,7 @@ final class PeerLink implements AutoCloseable {
 
     private void postCompletionReceive(int slot) {
         long offset = (long) slot * Wire.COMPLETION_BYTES;
-        worker.recvTaggedNonBlocking(completionBuffers.address() + offset, Wire.COMPLETION_BYTES,
+        receives[slot] = worker.recvTaggedNonBlocking(completionBuffers.address() + offset, Wire.COMPLETION_BYTES,
                 Wire.COMPLETION_TAG, -1L, new UcxCallback() {
                     @Override
                     public void onSuccess(UcpRequest request) {
@@ -194,6 +202,9 @@ final class PeerLink implements AutoCloseable {
 
                     @Override
                     public void onError(int status, String message) {
+                        if (closed) {
+                            return; // cancelled at close
+                        }
                         if (failure == null) {
                             failure = "a completion receive failed (UCX status " + status + ": " + message + ")";
                         }
