@@ -4,6 +4,7 @@ import io.mrcache.cli.cost.RegistrationCalibrator;
 import io.mrcache.core.Access;
 import io.mrcache.core.cost.RegistrationCostModel;
 import io.mrcache.ucx.UcxRegistrar;
+import io.mrcache.ucx.transport.UcxPeer;
 import io.mrcache.ucx.transport.UcxSavings;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -26,7 +27,7 @@ final class TransportSavings {
             model = RegistrationCalibrator.calibrate(registrar, "UcxRegistrar (ucp_mem_map with a packed remote key)",
                     UcxSavings.SIZES, 200, Access.LOCAL_WRITE | Access.REMOTE_WRITE, System.err::println);
         }
-        List<UcxSavings.Row> rows = UcxSavings.run(repeats, UcxDemo::startPeer, System.err::println);
+        List<UcxSavings.Row> rows = UcxSavings.run(repeats, UcxPeer::launch, System.err::println);
         if (json) {
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("model", model.source());

@@ -9,7 +9,6 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -97,7 +96,7 @@ final class UcxDemo {
         InetSocketAddress listen = listenPort == null ? new InetSocketAddress(InetAddress.getLoopbackAddress(), 0)
                 : new InetSocketAddress(listenPort);
         UcxOwner.Config config = new UcxOwner.Config(ops, seed, violates, listen);
-        Function<Integer, @Nullable Process> launch = listenPort != null ? port -> null : UcxDemo::startPeer;
+        Function<Integer, @Nullable Process> launch = listenPort != null ? port -> null : UcxPeer::launch;
         try {
             return UcxOwner.run(config, kind, launch, info::println);
         } catch (IOException e) {
@@ -105,19 +104,6 @@ final class UcxDemo {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
-        }
-    }
-
-    /** The peer: this same program in a JVM of its own, connecting to {@code port} on the loopback address. */
-    static Process startPeer(int port) {
-        List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                UcxPeer.class.getName(), "127.0.0.1", Integer.toString(port));
-        try {
-            return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
-                    .start();
-        } catch (IOException e) {
-            throw new UncheckedIOException("could not start the peer JVM (" + cmd.getFirst() + ")", e);
         }
     }
 

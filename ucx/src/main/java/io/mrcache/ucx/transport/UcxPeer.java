@@ -3,13 +3,16 @@ package io.mrcache.ucx.transport;
 import io.mrcache.ucx.UcxRegistrar;
 import io.mrcache.ucx.UcxVersion;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.util.ArrayDeque;
+import java.util.List;
 import java.util.function.Consumer;
 import org.openucx.jucx.ucp.UcpContext;
 import org.openucx.jucx.ucp.UcpEndpoint;
@@ -36,6 +39,22 @@ public final class UcxPeer {
     static final int LATE_WRITE_EVERY = 4;
 
     private UcxPeer() {
+    }
+
+    /**
+     * Starts a peer in a JVM of its own (this JVM's {@code java} and class path), connecting to {@code port} on the
+     * loopback address; its output is discarded.
+     */
+    public static Process launch(int port) {
+        List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                UcxPeer.class.getName(), "127.0.0.1", Integer.toString(port));
+        try {
+            return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not start the peer JVM (" + cmd.getFirst() + ")", e);
+        }
     }
 
     /** {@code UcxPeer HOST PORT}: connects to an owner and serves it until it says stop. */

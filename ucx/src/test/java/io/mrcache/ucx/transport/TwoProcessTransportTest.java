@@ -4,9 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
@@ -21,19 +18,6 @@ import org.junit.jupiter.api.Test;
 class TwoProcessTransportTest {
     static final long OPS = 3_000;
 
-    /** Starts {@link UcxPeer} in a JVM of its own, connecting to {@code port} on the loopback address. */
-    static Process startPeer(int port) {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                UcxPeer.class.getName(), "127.0.0.1", Integer.toString(port)));
-        try {
-            return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD)
-                    .start();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
     static TransportReport run(UcxOwner.CacheKind kind, boolean violates, long seed,
             Function<Integer, @Nullable Process> launch) throws Exception {
         List<String> log = new ArrayList<>();
@@ -44,7 +28,7 @@ class TwoProcessTransportTest {
 
     @Test
     void mrcacheHoldsReuseBackUntilThePeersCompletionAndNothingIsCorrupted() throws Exception {
-        TransportReport r = run(UcxOwner.CacheKind.MRCACHE, false, 11, TwoProcessTransportTest::startPeer);
+        TransportReport r = run(UcxOwner.CacheKind.MRCACHE, false, 11, UcxPeer::launch);
         assertEquals(OPS, r.operations());
         assertEquals(0, r.corrupted(), r.toString());
         assertEquals(0, r.staleReads(), r.toString());
@@ -56,7 +40,7 @@ class TwoProcessTransportTest {
 
     @Test
     void theNaiveCacheLetsAPeersWriteLandInAnotherBuffer() throws Exception {
-        TransportReport r = run(UcxOwner.CacheKind.NAIVE, false, 11, TwoProcessTransportTest::startPeer);
+        TransportReport r = run(UcxOwner.CacheKind.NAIVE, false, 11, UcxPeer::launch);
         assertEquals(OPS, r.operations());
         assertTrue(r.corrupted() > 0, "silent corruption in the owner's memory: " + r);
         assertTrue(r.staleReads() > 0, "reads of another buffer's bytes: " + r);
@@ -66,7 +50,7 @@ class TwoProcessTransportTest {
     /** Outside the safety model: a peer that writes with keys after their completion; nothing revokes them here. */
     @Test
     void aPeerThatKeepsWritingAfterItsCompletionCorruptsEvenMrcachesBuffers() throws Exception {
-        TransportReport r = run(UcxOwner.CacheKind.MRCACHE, true, 11, TwoProcessTransportTest::startPeer);
+        TransportReport r = run(UcxOwner.CacheKind.MRCACHE, true, 11, UcxPeer::launch);
         assertTrue(r.lateWrites() > 0, r.toString());
         assertTrue(r.corrupted() > 0, "without revocation by hardware only the protocol protects: " + r);
     }
@@ -78,7 +62,7 @@ class TwoProcessTransportTest {
     @Test
     void anOwnerThatReleasesKeysAtSendIsCaughtCorrupting() throws Exception {
         TransportReport r = UcxOwner.run(UcxOwner.Config.local(OPS, 11, false).releasingAtSend(),
-                UcxOwner.CacheKind.MRCACHE, TwoProcessTransportTest::startPeer, line -> { });
+                UcxOwner.CacheKind.MRCACHE, UcxPeer::launch, line -> { });
         assertTrue(r.cache().contains("BROKEN"), r.toString());
         assertTrue(r.corrupted() + r.staleReads() > 0, "the ground truth catches it: " + r);
     }
@@ -89,7 +73,7 @@ class TwoProcessTransportTest {
         List<String> log = new ArrayList<>();
         TransportReport r = UcxOwner.run(UcxOwner.Config.local(2_000_000, 5, false), UcxOwner.CacheKind.MRCACHE,
                 port -> {
-                    Process p = startPeer(port);
+                    Process p = UcxPeer.launch(port);
                     Thread.ofPlatform().daemon().start(() -> {
                         try {
                             Thread.sleep(3_000);
