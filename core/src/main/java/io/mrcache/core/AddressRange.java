@@ -39,12 +39,12 @@ final class AddressRange {
         return address + length;
     }
 
-    /** {@code a} rounded down to a multiple of {@code alignment} (a power of two). */
     /** {@code [0xfrom, 0xto)}, as every message names a range. */
     static String describe(long from, long to) {
         return "[0x" + Long.toHexString(from) + ", 0x" + Long.toHexString(to) + ")";
     }
 
+    /** {@code a} rounded down to a multiple of {@code alignment} (a power of two). */
     static long alignDown(long a, long alignment) {
         return a & -alignment;
     }
