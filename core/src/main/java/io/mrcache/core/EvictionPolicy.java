@@ -143,12 +143,13 @@ final class EvictionPolicy {
      */
     private void markDropped(Region r) {
         r.markDroppedByPolicy();
-        if (r.isIdle()) {
-            reentering.add(r);
-        }
+        afterWithdrawal(r);
     }
 
-    /** An eviction attempt on {@code r} gave up (it was leased); if the policy dropped it meanwhile, see to it. */
+    /**
+     * An eviction attempt on {@code r} gave up (it was leased), or the policy just dropped it: if it is marked
+     * and idle, it is handed to {@link #drainEvicted} to be put back.
+     */
     private void afterWithdrawal(Region r) {
         if (r.isDroppedByPolicy() && r.isIdle()) {
             reentering.add(r);
