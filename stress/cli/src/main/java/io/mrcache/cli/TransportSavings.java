@@ -1,5 +1,6 @@
 package io.mrcache.cli;
 
+import io.mrcache.cli.bench.Series;
 import io.mrcache.cli.cost.RegistrationCalibrator;
 import io.mrcache.core.Access;
 import io.mrcache.core.cost.RegistrationCostModel;
@@ -108,8 +109,6 @@ final class TransportSavings {
     }
 
     private static double median(double[] values) {
-        double[] v = values.clone();
-        Arrays.sort(v);
-        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+        return Series.median(Arrays.stream(values).boxed().toList());
     }
 }

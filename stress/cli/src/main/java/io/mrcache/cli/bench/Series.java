@@ -61,7 +61,8 @@ public final class Series {
         return disturbed() == 0 ? out : out + (allDisturbed() ? " (all disturbed)" : " (-" + disturbed() + ")");
     }
 
-    static double median(List<Double> v) {
+    /** The median of {@code v} (NaN when empty). */
+    public static double median(List<Double> v) {
         if (v.isEmpty()) {
             return Double.NaN;
         }
