@@ -101,7 +101,7 @@ public final class UcxOwner {
         }
     }
 
-    private record Operation(long id, Live live, TransportCache.Held held, int kind, long word, long readChecksum) {
+    private record Operation(Live live, TransportCache.Held held, int kind, long word, long readChecksum) {
     }
 
     private final Config config;
@@ -203,7 +203,7 @@ public final class UcxOwner {
             held.release(); // the broken protocol: the peer still holds the key, the cache no longer knows
         }
         l.inOperation = true;
-        outstanding.put(id, new Operation(id, l, held, kind, word, readChecksum));
+        outstanding.put(id, new Operation(l, held, kind, word, readChecksum));
         if (rnd.nextInt(100) < config.freeEarlyPercent()) { // the application is done with it: frees it now
             earlyFrees++;
             free(l);
