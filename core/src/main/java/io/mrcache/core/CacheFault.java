@@ -26,7 +26,12 @@ public enum CacheFault {
      * holds it at that moment, and only the releases look at the mark: a drop that meets another evictor's
      * window, or a release that comes before the mark, leaves the region outside the policy for good.
      */
-    LOSE_POLICY_DROPS;
+    LOSE_POLICY_DROPS,
+    /**
+     * T2/H5: a shared {@link PinnedMemoryLimit} making room for another tenant evicts this cache's regions
+     * whether or not they are leased.
+     */
+    LIMIT_EVICTS_LEASED;
 
     private final int bit = 1 << ordinal();
 

@@ -4,6 +4,7 @@ import java.util.EnumMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.Histogram;
+import org.jspecify.annotations.Nullable;
 
 /** Live counters and histograms of one cache. Counters are striped (LongAdder), so hits do not contend. */
 final class CacheMetrics {
@@ -11,6 +12,8 @@ final class CacheMetrics {
 
     private final LongAdder[] counters = new LongAdder[COUNTERS.length];
     final AtomicLong pinnedBytes = new AtomicLong();
+    /** The cache's account in a shared limit, told of every deregistration; set once, before the cache is shared. */
+    @Nullable Tenant tenant;
     final AtomicLong regions = new AtomicLong();
     /**
      * Nanoseconds per successful register call. Plain histograms, written and copied only under the cache's
@@ -95,6 +98,10 @@ final class CacheMetrics {
     void deregistered(long pinned) {
         pinnedBytes.addAndGet(-pinned);
         regions.decrementAndGet();
+        Tenant t = tenant;
+        if (t != null) {
+            t.limit.released(t, pinned);
+        }
     }
 
     /**
@@ -107,7 +114,8 @@ final class CacheMetrics {
             counts.put(c, counters[c.ordinal()].sum() + countedUnderLock[c.ordinal()]);
         }
         counts.merge(CacheCounter.HITS, liveHits, Long::sum);
+        Tenant t = tenant;
         return new MetricsSnapshot(counts, pinnedBytes.get(), regions.get(), quarantined,
-                Distribution.of(histograms[0]), Distribution.of(histograms[1]));
+                Distribution.of(histograms[0]), Distribution.of(histograms[1]), t == null ? null : t.limit.metrics(t));
     }
 }

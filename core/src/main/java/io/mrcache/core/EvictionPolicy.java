@@ -244,6 +244,59 @@ final class EvictionPolicy {
         return false;
     }
 
+    /**
+     * For a shared {@link PinnedMemoryLimit}: evicts the policy's coldest idle regions until at least
+     * {@code wantBytes} are freed, skipping any region that would take the total past {@code maxBytes}, and
+     * deregisters them before returning. The same claim as every eviction ({@link Region#tryRetireIdle}).
+     */
+    Tenant.Freed evictColdest(long wantBytes, long maxBytes) {
+        if (!bounded || wantBytes <= 0) {
+            return Tenant.Freed.NOTHING;
+        }
+        List<Region> victims = new ArrayList<>();
+        long freed = 0;
+        policyLock.lock();
+        try {
+            List<Region> picked = coldestFirst.coldest(stream -> {
+                List<Region> chosen = new ArrayList<>();
+                long bytes = 0;
+                var it = stream.iterator();
+                while (it.hasNext() && bytes < wantBytes) {
+                    Region r = it.next().getKey();
+                    boolean take = CacheFault.LIMIT_EVICTS_LEASED.in(faults) ? r.isLive() : r.isIdle();
+                    if (take && bytes + r.pinnedBytes <= maxBytes) {
+                        chosen.add(r);
+                        bytes += r.pinnedBytes;
+                    }
+                }
+                return chosen;
+            });
+            for (Region r : picked) {
+                if (r.tryRetireIdle() || (CacheFault.LIMIT_EVICTS_LEASED.in(faults) && r.forceRetireForFault())) {
+                    policy.invalidate(r);
+                    r.leftPolicy = true;
+                    victims.add(r);
+                    freed += r.pinnedBytes;
+                } else if (r.isLive()) {
+                    metrics.increment(CacheCounter.EVICTIONS_WITHDRAWN);
+                    afterWithdrawal(r);
+                }
+            }
+        } finally {
+            policyLock.unlock();
+        }
+        if (!victims.isEmpty()) {
+            unlink.accept(victims);
+            for (Region r : victims) {
+                metrics.increment(CacheCounter.EVICTIONS);
+                CacheEvents.evicted(r, "shared limit");
+                deregistrar.deregister(r);
+            }
+        }
+        drainEvicted();
+        return new Tenant.Freed(victims.size(), freed);
+    }
+
     /** Evicts every idle region of {@code regions}; returns how many. */
     int evictIdle(List<Region> regions) {
         int n = 0;

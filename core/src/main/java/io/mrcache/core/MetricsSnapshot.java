@@ -3,6 +3,7 @@ package io.mrcache.core;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A point-in-time, immutable copy of a cache's metrics.
@@ -13,9 +14,10 @@ import java.util.Map;
  * @param quarantined         registrations whose deregistration failed, waiting for a retry (keys still live)
  * @param registrationNanos   latency of successful register calls, in nanoseconds
  * @param registrationBytes   size of successful register calls, in bytes
+ * @param tenant              the cache's account in a shared {@link PinnedMemoryLimit}, or null when it has none
  */
 public record MetricsSnapshot(Map<CacheCounter, Long> counters, long pinnedBytes, long regions, long quarantined,
-        Distribution registrationNanos, Distribution registrationBytes) {
+        Distribution registrationNanos, Distribution registrationBytes, @Nullable TenantMetrics tenant) {
 
     public MetricsSnapshot {
         counters = Collections.unmodifiableMap(new EnumMap<>(counters));
@@ -44,6 +46,9 @@ public record MetricsSnapshot(Map<CacheCounter, Long> counters, long pinnedBytes
         if (registrationNanos.count() > 0) {
             sb.append(String.format("  %-34s p50 %,.1f us  p99 %,.1f us  max %,.1f us%n", "registration latency",
                     registrationNanos.p50() / 1e3, registrationNanos.p99() / 1e3, registrationNanos.max() / 1e3));
+        }
+        if (tenant != null) {
+            sb.append("  ").append(tenant.format()).append(System.lineSeparator());
         }
         return sb.toString();
     }

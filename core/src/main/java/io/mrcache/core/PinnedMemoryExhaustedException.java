@@ -12,6 +12,12 @@ public final class PinnedMemoryExhaustedException extends RegistrationException 
         this.pinnedBytes = pinnedBytes;
     }
 
+    /** Refused by a shared {@link PinnedMemoryLimit} before the registrar was called. */
+    public PinnedMemoryExhaustedException(String message, long pinnedBytes) {
+        super(message, ENOMEM);
+        this.pinnedBytes = pinnedBytes;
+    }
+
     /** Bytes this cache held pinned when it gave up. */
     public long pinnedBytes() {
         return pinnedBytes;

@@ -155,6 +155,8 @@ public final class RegistrationCache implements AutoCloseable {
     /** Deliberate bugs for proofs that tests can fail ({@link CacheFault}; zero in every user's cache). */
     private final int faults;
     private final CacheMetrics metrics = new CacheMetrics();
+    /** This cache's account in a shared {@link PinnedMemoryLimit}, or null when it draws from none. */
+    private final @Nullable Tenant tenant;
     private final MissPlanner planner;
     private final RegistrationRecovery recovery;
     private final Deregistrar deregistrar;
@@ -187,7 +189,11 @@ public final class RegistrationCache implements AutoCloseable {
     private RegistrationCache(Builder b) {
         this.registrar = b.registrar;
         this.alignment = b.alignment;
-        this.budget = b.budget;
+        PinnedMemoryLimit limit = b.limit;
+        TenantShare share = b.share;
+        this.budget = limit == null || share == null ? b.budget
+                : new Budget(Math.min(b.budget.maxPinnedBytes(), Math.min(share.ceilingBytes(), limit.limitBytes())),
+                        b.budget.maxRegions()); // within its ceiling by its own policy, so it has one to evict from
         this.widenRemote = b.widenRemote;
         this.nanoClock = b.nanoClock;
         this.faults = b.faults;
@@ -198,7 +204,10 @@ public final class RegistrationCache implements AutoCloseable {
         this.deregistrar = new Deregistrar(registrar, metrics, b.retry, faults, lock, b.retryClock,
                 this::forgetDeregistered);
         this.eviction = new EvictionPolicy(budget, metrics, faults, this::unlinkEvicted, deregistrar);
-        this.recovery = new RegistrationRecovery(registrar, metrics, budget, planner, lock, this::evictIdle);
+        this.recovery = new RegistrationRecovery(registrar, metrics, budget, planner, lock, this::evictIdle,
+                limit == null ? null : limit::describeHoldings);
+        this.tenant = limit == null || share == null ? null : limit.join(share, eviction::evictColdest);
+        metrics.tenant = tenant; // before the cache is published: seen through the final field
     }
 
     public static Builder builder(Registrar registrar) {
@@ -349,13 +358,26 @@ public final class RegistrationCache implements AutoCloseable {
         RegistrationEvent event = CacheEvents.registrationStarted();
         long started = metrics.shouldTimeRegistration() ? nanoClock.getAsLong() : Long.MIN_VALUE;
         Registration reg;
+        long reserved = 0;
+        Tenant tenant = this.tenant;
         try {
+            if (tenant != null) { // the shared limit first: it refuses, or makes room, before the registrar pins
+                long planned = AddressRange.alignUp(p.end, alignment) - AddressRange.alignDown(p.start, alignment);
+                tenant.limit.reserve(tenant, planned);
+                reserved = planned;
+            }
             reg = recovery.register(p, address, end, access);
         } catch (Throwable t) {
+            if (tenant != null && reserved > 0) {
+                tenant.limit.released(tenant, reserved);
+            }
             throw registrationFailed(p, event, t);
         }
         long pinned = AddressRange.alignUp(reg.end(), alignment) - AddressRange.alignDown(reg.address(), alignment);
         long registrationNanos = started == Long.MIN_VALUE ? -1 : Math.max(0, nanoClock.getAsLong() - started);
+        if (tenant != null) {
+            tenant.limit.settle(tenant, reserved, pinned);
+        }
         metrics.registered(pinned);
         Region region = new Region(reg, pinned, 1, stripe); // the caller's lease, in the region's base word
         String wrong = recovery.wrongResult(p, address, end, access, reg);
@@ -693,6 +715,9 @@ public final class RegistrationCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
+        if (tenant != null) {
+            tenant.limit.closing(tenant); // its guarantee returns now, its pinned bytes as they are deregistered
+        }
         // attached outside the lock: a stage already complete runs this here, and the registrar's close must
         // never run under the cache's lock (a slow one would block metrics() and everything else that takes it)
         deregistered.whenComplete((ok, failure) -> {
@@ -933,6 +958,8 @@ public final class RegistrationCache implements AutoCloseable {
         private Consumer<LeakReport> leakListener = LeakDetector::log;
         private int faults;
         private DeregistrationRetry retry = DeregistrationRetry.DEFAULT;
+        private @Nullable PinnedMemoryLimit limit;
+        private @Nullable TenantShare share;
 
         private Builder(Registrar registrar) {
             this.registrar = Objects.requireNonNull(registrar, "registrar");
@@ -950,6 +977,21 @@ public final class RegistrationCache implements AutoCloseable {
 
         public Builder budget(Budget budget) {
             this.budget = Objects.requireNonNull(budget, "budget");
+            return this;
+        }
+
+        /**
+         * Makes the cache a tenant of a pinned-memory limit that other caches share: every registration is
+         * reserved against {@code limit} before the registrar pins it, within the tenant's ceiling (which also
+         * bounds the cache's own budget), with its guarantee held back for it; see {@link PinnedMemoryLimit}.
+         * The tenant joins when the cache is built and gives its guarantee back when the cache closes.
+         *
+         * @throws IllegalArgumentException from {@link #build()} when the limit already has an open tenant of that
+         *                                  name, or the guarantees would add up to more than the limit
+         */
+        public Builder tenant(PinnedMemoryLimit limit, TenantShare share) {
+            this.limit = Objects.requireNonNull(limit, "limit");
+            this.share = Objects.requireNonNull(share, "share");
             return this;
         }
 

@@ -2,6 +2,7 @@ package io.mrcache.core;
 
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.IntSupplier;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -19,9 +20,12 @@ final class RegistrationRecovery {
     private final ReentrantLock lock;
     /** Evicts every idle region; returns how many. */
     private final IntSupplier evictIdle;
+    /** What each tenant of the cache's shared limit holds, for the ENOMEM message; null without a limit. */
+    private final @Nullable Supplier<String> limitHoldings;
 
     RegistrationRecovery(Registrar registrar, CacheMetrics metrics, Budget budget, MissPlanner planner,
-            ReentrantLock lock, IntSupplier evictIdle) {
+            ReentrantLock lock, IntSupplier evictIdle, @Nullable Supplier<String> limitHoldings) {
+        this.limitHoldings = limitHoldings;
         this.registrar = registrar;
         this.metrics = metrics;
         this.budget = budget;
@@ -100,11 +104,12 @@ final class RegistrationRecovery {
         long limit = registrar.memlockLimit();
         return String.format("registering %,d bytes at 0x%x (%s) failed with ENOMEM, also after evicting %d idle"
                 + " regions and retrying: this cache holds %,d bytes pinned in %,d regions (budget %s bytes, %s"
-                + " regions), RLIMIT_MEMLOCK is %s. Raise RLIMIT_MEMLOCK (ulimit -l, or 'memlock' in"
+                + " regions), RLIMIT_MEMLOCK is %s%s. Raise RLIMIT_MEMLOCK (ulimit -l, or 'memlock' in"
                 + " /etc/security/limits.conf), set the cache budget below it, or release leases sooner.",
                 p.end - p.start, p.start, Access.describe(p.access), evictedCount, metrics.pinnedBytes.get(),
                 metrics.regions.get(), bound(budget.maxPinnedBytes()), bound(budget.maxRegions()),
-                limit < 0 ? "unknown to this registrar" : String.format("%,d bytes", limit));
+                limit < 0 ? "unknown to this registrar" : String.format("%,d bytes", limit),
+                limitHoldings == null ? "" : "; the shared pinned-memory limit: " + limitHoldings.get());
     }
 
     private static String bound(long v) {

@@ -73,11 +73,36 @@ class FlightRecorderEventsTest {
         assertEquals(Map.of("failed", 2L, "discarded", 1L, "published", 1L), byOutcome);
     }
 
+    @Test
+    void aCrossTenantEvictionIsRecordedWithBothTenants() throws Exception {
+        PinnedMemoryLimit limit = new PinnedMemoryLimit(2 * 4096);
+        List<RecordedEvent> events = record(() -> {
+            try (RegistrationCache a = RegistrationCache.builder(new RecordingRegistrar(1, true))
+                    .tenant(limit, TenantShare.bestEffort("alpha")).build();
+                    RegistrationCache b = RegistrationCache.builder(new RecordingRegistrar(2, true))
+                            .tenant(limit, TenantShare.bestEffort("beta")).build()) {
+                a.acquire(0x10000, 2 * 4096, Access.LOCAL_READ).close();
+                b.acquire(0x20000, 4096, Access.LOCAL_READ).close(); // alpha's region makes room
+                b.acquire(0x30000, 4096, Access.LOCAL_READ).close(); // within the limit: nothing crosses
+            }
+        });
+        List<RecordedEvent> crossings = events.stream()
+                .filter(e -> e.getEventType().getName().equals("io.mrcache.CrossTenantEviction")).toList();
+        assertEquals(1, crossings.size());
+        RecordedEvent e = crossings.get(0);
+        assertEquals("beta", e.getString("requester"));
+        assertEquals("alpha", e.getString("victim"));
+        assertEquals(1, e.getInt("regions"));
+        assertEquals(2 * 4096, e.getLong("bytes"));
+        assertEquals(0, e.getLong("victimPinnedAfter"));
+    }
+
     /** The cache's events while {@code work} runs, every one recorded (no threshold). */
     private static List<RecordedEvent> record(Runnable work) throws Exception {
         Path file = Files.createTempFile("mrcache", ".jfr");
         try (Recording recording = new Recording()) {
-            for (String event : List.of("io.mrcache.Registration", "io.mrcache.Invalidation", "io.mrcache.Eviction")) {
+            for (String event : List.of("io.mrcache.Registration", "io.mrcache.Invalidation", "io.mrcache.Eviction",
+                    "io.mrcache.CrossTenantEviction")) {
                 recording.enable(event).withoutThreshold();
             }
             recording.start();

@@ -11,9 +11,11 @@ import io.micrometer.core.instrument.binder.MeterBinder;
 import io.mrcache.core.CacheCounter;
 import io.mrcache.core.MetricsSnapshot;
 import io.mrcache.core.RegistrationCache;
+import io.mrcache.core.TenantMetrics;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
+import java.util.function.ToLongFunction;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -21,7 +23,9 @@ import org.jspecify.annotations.Nullable;
  * for Caffeine: every {@link CacheCounter} as a function counter {@code mrcache.<counter>} (its meaning as the
  * description), gauges {@code mrcache.pinned.bytes}, {@code mrcache.regions} and {@code mrcache.quarantined}, the
  * registration latency as a function timer {@code mrcache.registration} with time gauges for its p99 and max,
- * all tagged {@code cache=<name>}.
+ * all tagged {@code cache=<name>}. A cache that is a tenant of a shared {@link io.mrcache.core.PinnedMemoryLimit}
+ * also gets {@code mrcache.tenant.*} gauges (pinned, guarantee and ceiling bytes) and counters (evictions
+ * suffered and caused, admissions refused), tagged {@code tenant=<its name>} as well.
  *
  * <p>Meters read one snapshot, taken at most once per {@link #SNAPSHOT_NANOS} (a snapshot sums the regions' hit
  * cells under the cache's lock, so a scrape of every meter should not take it once per meter).
@@ -75,6 +79,43 @@ public final class RegistrationCacheMetrics implements MeterBinder {
                 m -> m.current().registrationNanos().p99()).tags(tags).register(registry);
         TimeGauge.builder("mrcache.registration.max", this, TimeUnit.NANOSECONDS,
                 m -> m.current().registrationNanos().max()).tags(tags).register(registry);
+        TenantMetrics tenant = snapshot.tenant();
+        if (tenant != null) {
+            bindTenant(registry, Tags.concat(tags, "tenant", tenant.name()));
+        }
+    }
+
+    /** A tenant of a shared limit: its holdings and what it suffered and caused, tagged with its name. */
+    private void bindTenant(MeterRegistry registry, Iterable<Tag> tenantTags) {
+        tenantGauge(registry, "mrcache.tenant.pinned.bytes", "bytes the tenant holds against the shared limit",
+                TenantMetrics::pinnedBytes, tenantTags);
+        tenantGauge(registry, "mrcache.tenant.guarantee.bytes", "bytes the tenant can always reach",
+                TenantMetrics::guaranteeBytes, tenantTags);
+        tenantGauge(registry, "mrcache.tenant.ceiling.bytes", "the most the tenant may pin",
+                TenantMetrics::ceilingBytes, tenantTags);
+        tenantCounter(registry, "mrcache.tenant.evictions.suffered", "its regions other tenants' requests evicted",
+                TenantMetrics::evictionsSuffered, tenantTags);
+        tenantCounter(registry, "mrcache.tenant.evictions.caused", "other tenants' regions its requests evicted",
+                TenantMetrics::evictionsCaused, tenantTags);
+        tenantCounter(registry, "mrcache.tenant.admissions.refused", "its registrations the shared limit refused",
+                TenantMetrics::admissionsRefused, tenantTags);
+    }
+
+    private void tenantGauge(MeterRegistry registry, String name, String description,
+            ToLongFunction<TenantMetrics> value, Iterable<Tag> tenantTags) {
+        Gauge.builder(name, this, m -> tenantValue(m, value)).description(description).baseUnit("bytes")
+                .tags(tenantTags).register(registry);
+    }
+
+    private void tenantCounter(MeterRegistry registry, String name, String description,
+            ToLongFunction<TenantMetrics> value, Iterable<Tag> tenantTags) {
+        FunctionCounter.builder(name, this, m -> tenantValue(m, value)).description(description).tags(tenantTags)
+                .register(registry);
+    }
+
+    private static double tenantValue(RegistrationCacheMetrics m, ToLongFunction<TenantMetrics> value) {
+        TenantMetrics t = m.current().tenant();
+        return t == null ? Double.NaN : value.applyAsLong(t);
     }
 
     private void gauge(MeterRegistry registry, String name, String description, @Nullable String unit,

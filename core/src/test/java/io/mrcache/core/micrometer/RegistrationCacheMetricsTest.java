@@ -9,7 +9,9 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.mrcache.core.Access;
 import io.mrcache.core.CacheCounter;
+import io.mrcache.core.PinnedMemoryLimit;
 import io.mrcache.core.RegistrationCache;
+import io.mrcache.core.TenantShare;
 import io.mrcache.core.testing.RecordingRegistrar;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -38,6 +40,31 @@ class RegistrationCacheMetricsTest {
             assertTrue(reg.totalTime(TimeUnit.NANOSECONDS) > 0);
             assertEquals(CacheCounter.values().length + 6, registry.getMeters().size(), "one meter per counter and"
                     + " 3 gauges, the timer and 2 time gauges");
+        }
+    }
+
+    @Test
+    void aTenantGetsItsOwnMetersTaggedWithItsName() throws Exception {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        PinnedMemoryLimit limit = new PinnedMemoryLimit(4 * 4096);
+        try (RegistrationCache a = RegistrationCacheMetrics.monitor(registry, RegistrationCache.builder(
+                new RecordingRegistrar(1, true)).tenant(limit, TenantShare.guaranteed("alpha", 4096)).build(), "a");
+                RegistrationCache b = RegistrationCacheMetrics.monitor(registry, RegistrationCache.builder(
+                        new RecordingRegistrar(2, true)).tenant(limit, TenantShare.bestEffort("beta")).build(), "b")) {
+            for (int i = 0; i < 3; i++) {
+                a.acquire(0x10_0000 + i * 4096L, 4096, Access.LOCAL_WRITE).close();
+            }
+            b.acquire(0x20_0000, 2 * 4096, Access.LOCAL_WRITE).close(); // alpha gives 1 page above its guarantee
+            Thread.sleep(TimeUnit.NANOSECONDS.toMillis(RegistrationCacheMetrics.SNAPSHOT_NANOS) + 50);
+            assertEquals(2 * 4096, registry.get("mrcache.tenant.pinned.bytes").tag("tenant", "alpha").gauge().value());
+            assertEquals(4096, registry.get("mrcache.tenant.guarantee.bytes").tag("tenant", "alpha").gauge().value());
+            assertEquals(4 * 4096, registry.get("mrcache.tenant.ceiling.bytes").tag("tenant", "beta").gauge().value());
+            assertEquals(1, registry.get("mrcache.tenant.evictions.suffered").tag("tenant", "alpha")
+                    .functionCounter().count());
+            assertEquals(1, registry.get("mrcache.tenant.evictions.caused").tag("tenant", "beta").tag("cache", "b")
+                    .functionCounter().count());
+            assertEquals(0, registry.get("mrcache.tenant.admissions.refused").tag("tenant", "beta")
+                    .functionCounter().count());
         }
     }
 }

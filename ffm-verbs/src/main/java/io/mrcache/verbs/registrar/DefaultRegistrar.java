@@ -1,8 +1,9 @@
 package io.mrcache.verbs.registrar;
 
-import io.mrcache.core.Budget;
+import io.mrcache.core.PinnedMemoryLimit;
 import io.mrcache.core.Registrar;
 import io.mrcache.core.RegistrationCache;
+import io.mrcache.core.TenantShare;
 import io.mrcache.verbs.hooks.MemlockLimit;
 import io.mrcache.verbs.ibv.NoRdmaDeviceException;
 import io.mrcache.verbs.ibv.Verbs;
@@ -11,6 +12,8 @@ import io.mrcache.verbs.sim.SimulatedHca;
 import io.mrcache.verbs.sim.SimulatedRegistrar;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The registrar a cache embeds, chosen explicitly: a real RDMA device through libibverbs ({@link #device()}),
@@ -25,21 +28,53 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public record DefaultRegistrar(Registrar registrar, String why) {
 
-    /** Share of RLIMIT_MEMLOCK the default budget takes, leaving room for pinning the cache does not own. */
+    /** Share of RLIMIT_MEMLOCK the process-wide limit takes, leaving room for pinning the caches do not own. */
     public static final double MEMLOCK_SHARE = 0.75;
     /** The system property {@link #fromSystemProperty()} reads: {@code device} (default) or {@code simulated}. */
     public static final String PROPERTY = "mrcache.registrar";
     private static final System.Logger LOG = System.getLogger(DefaultRegistrar.class.getName());
     private static final AtomicBoolean SIMULATION_ANNOUNCED = new AtomicBoolean();
+    private static final AtomicInteger UNNAMED_TENANTS = new AtomicInteger();
+    private static volatile @Nullable PinnedMemoryLimit processLimit;
 
     /**
-     * A cache builder over this registrar with the default budget ({@link #MEMLOCK_SHARE} of the soft
-     * {@code RLIMIT_MEMLOCK}, unlimited when the limit is), owning the registrar: closing the cache closes it.
+     * A cache builder over this registrar, owning it (closing the cache closes it), whose cache is a tenant of
+     * the {@linkplain #processLimit() process-wide limit} named {@code cache-N}, with no guarantee: every cache
+     * built this way shares that one limit instead of each taking a budget of its own (two caches with 3/4 of
+     * the memlock limit each would promise 150% of it). Without a memlock limit the cache is unbounded. Call
+     * {@link #cacheBuilder(TenantShare)} to give the cache a name, a guarantee or a ceiling.
      */
     public RegistrationCache.Builder cacheBuilder() {
-        MemlockLimit limit = MemlockLimit.read();
-        Budget budget = limit.unlimited() ? Budget.UNLIMITED : limit.defaultBudget(MEMLOCK_SHARE, Long.MAX_VALUE);
-        return RegistrationCache.builder(registrar).budget(budget).ownsRegistrar(true);
+        return cacheBuilder(TenantShare.bestEffort("cache-" + UNNAMED_TENANTS.incrementAndGet()));
+    }
+
+    /** As {@link #cacheBuilder()}, the cache a tenant of the process-wide limit with {@code share}. */
+    public RegistrationCache.Builder cacheBuilder(TenantShare share) {
+        RegistrationCache.Builder b = RegistrationCache.builder(registrar).ownsRegistrar(true);
+        PinnedMemoryLimit limit = processLimit();
+        return limit == null ? b : b.tenant(limit, share);
+    }
+
+    /**
+     * The limit every cache of {@link #cacheBuilder()} draws from: {@link #MEMLOCK_SHARE} of the soft
+     * {@code RLIMIT_MEMLOCK}, read once; null when the memlock limit is unlimited.
+     */
+    public static @Nullable PinnedMemoryLimit processLimit() {
+        PinnedMemoryLimit limit = processLimit;
+        if (limit == null) {
+            synchronized (DefaultRegistrar.class) {
+                limit = processLimit;
+                if (limit == null) {
+                    MemlockLimit memlock = MemlockLimit.read();
+                    if (memlock.unlimited()) {
+                        return null;
+                    }
+                    limit = new PinnedMemoryLimit(memlock.defaultBudget(MEMLOCK_SHARE, Long.MAX_VALUE).maxPinnedBytes());
+                    processLimit = limit;
+                }
+            }
+        }
+        return limit;
     }
 
     /**

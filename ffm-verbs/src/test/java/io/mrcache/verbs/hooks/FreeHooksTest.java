@@ -200,12 +200,26 @@ class FreeHooksTest {
     }
 
     @Test
-    void theDefaultCacheBudgetIsThreeQuartersOfMemlock() {
+    void defaultCachesShareOneLimitOfThreeQuartersOfMemlock() {
         io.mrcache.verbs.registrar.DefaultRegistrar chosen = io.mrcache.verbs.registrar.DefaultRegistrar.deviceOrSimulated();
+        io.mrcache.verbs.registrar.DefaultRegistrar other = io.mrcache.verbs.registrar.DefaultRegistrar.simulated();
         MemlockLimit limit = MemlockLimit.read();
-        try (RegistrationCache cache = chosen.cacheBuilder().build()) {
-            long expected = limit.unlimited() ? Long.MAX_VALUE : Math.max(4096, (long) (limit.soft() * 0.75));
-            assertEquals(expected, cache.budget().maxPinnedBytes(), limit.toString());
+        try (RegistrationCache a = chosen.cacheBuilder().build(); RegistrationCache b = other.cacheBuilder().build()) {
+            if (limit.unlimited()) {
+                assertEquals(null, io.mrcache.verbs.registrar.DefaultRegistrar.processLimit());
+                assertEquals(null, a.metrics().tenant());
+                return;
+            }
+            long expected = Math.max(4096, (long) (limit.soft() * 0.75));
+            io.mrcache.core.PinnedMemoryLimit shared = io.mrcache.verbs.registrar.DefaultRegistrar.processLimit();
+            assertEquals(expected, shared.limitBytes(), limit.toString());
+            assertEquals(expected, a.budget().maxPinnedBytes(), "a cache's own bound is the limit, not a share of its own");
+            var ta = a.metrics().tenant();
+            var tb = b.metrics().tenant();
+            assertTrue(ta != null && tb != null && !ta.name().equals(tb.name()), ta + " / " + tb);
+            assertEquals(0, ta.guaranteeBytes());
+            assertTrue(shared.tenants().stream().map(io.mrcache.core.TenantMetrics::name).toList()
+                    .containsAll(List.of(ta.name(), tb.name())), shared.tenants().toString());
         }
     }
 

@@ -3,6 +3,7 @@ package io.mrcache.cli;
 import io.mrcache.cli.bench.BenchReport;
 import io.mrcache.cli.bench.CpuShare;
 import io.mrcache.cli.bench.JmhJson;
+import io.mrcache.cli.bench.NoisyNeighbour;
 import io.mrcache.cli.bench.W6Attribution;
 import io.mrcache.core.Access;
 import io.mrcache.core.Budget;
@@ -63,6 +64,11 @@ final class BenchCommand implements Callable<Integer> {
             + " a cache hit, beside the cost model calibrated on UcxRegistrar.")
     boolean transportSavings;
 
+    @Option(names = "--noisy-neighbour", description = "Instead of the benchmarks: two tenants sharing one"
+            + " pinned-memory limit, A reusing a hot set within its guarantee while B scans ten times the limit;"
+            + " A's hit ratio beside one shared LRU (Open MPI) and separate per-cache budgets (UCX, libfabric).")
+    boolean noisyNeighbour;
+
     @Option(names = "--update-doc", paramLabel = "FILE", description = "Also replace the generated part of FILE"
             + " (between its bench:begin and bench:end markers, as in docs/PERFORMANCE.md) with this run's tables.")
     Path updateDoc;
@@ -75,6 +81,14 @@ final class BenchCommand implements Callable<Integer> {
         }
         if (transportSavings) {
             return TransportSavings.run(repeats != null ? repeats : quick ? 3 : 5, json);
+        }
+        if (noisyNeighbour) {
+            NoisyNeighbour.Setup setup = NoisyNeighbour.Setup.standard(quick);
+            int reps = repeats != null ? repeats : 3;
+            var results = NoisyNeighbour.run(setup, reps, System.err::println);
+            System.out.print(json ? Json.write(NoisyNeighbour.json(setup, results)) + "\n"
+                    : NoisyNeighbour.table(setup, results, reps));
+            return 0;
         }
         String doc = updateDoc != null && Files.isRegularFile(updateDoc) ? Files.readString(updateDoc) : "";
         if (updateDoc != null && !(doc.contains(DOC_BEGIN) && doc.contains(DOC_END))) {

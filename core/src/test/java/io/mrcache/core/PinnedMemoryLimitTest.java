@@ -1,0 +1,342 @@
+package io.mrcache.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mrcache.core.testing.RecordingRegistrar;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Tenants sharing one pinned-memory limit (T1-T4 of {@link PinnedMemoryLimit}), each in its own domain. */
+class PinnedMemoryLimitTest {
+    static final long PAGE = 4096;
+    static final long LIMIT = 16 * PAGE;
+    static final long A_BASE = 0x100_0000;
+    static final long B_BASE = 0x200_0000;
+    static final long C_BASE = 0x300_0000;
+
+    final RecordingRegistrar regA = new RecordingRegistrar(1, true);
+    final RecordingRegistrar regB = new RecordingRegistrar(2, true);
+    final RecordingRegistrar regC = new RecordingRegistrar(3, true);
+    final List<RegistrationCache> caches = new ArrayList<>();
+    /** The most the limit held at any register call (the registrar runs after the reservation). */
+    final AtomicLong peakSeenByRegistrars = new AtomicLong();
+
+    PinnedMemoryLimit limit = new PinnedMemoryLimit(LIMIT);
+
+    @AfterEach
+    void everyTenantBalances() {
+        caches.forEach(RegistrationCache::close);
+        for (RecordingRegistrar r : List.of(regA, regB, regC)) {
+            assertTrue(r.violations().isEmpty(), () -> "ledger violations: " + r.violations());
+            assertEquals(0, r.live().size(), "a registration outlived its closed cache");
+        }
+        assertEquals(0, limit.pinnedBytes(), "the limit still counts bytes after every cache closed");
+        assertTrue(limit.tenants().isEmpty(), "closed tenants still listed: " + limit.tenants());
+        assertTrue(peakSeenByRegistrars.get() <= LIMIT, "a register call ran while the tenants held "
+                + peakSeenByRegistrars.get() + " bytes, over the limit of " + LIMIT);
+    }
+
+    RegistrationCache tenant(RecordingRegistrar registrar, TenantShare share) {
+        registrar.duringRegister(() -> peakSeenByRegistrars.accumulateAndGet(limit.pinnedBytes(), Math::max));
+        RegistrationCache c = RegistrationCache.builder(registrar).tenant(limit, share).build();
+        caches.add(c);
+        return c;
+    }
+
+    /** Registers {@code pages} one-page regions from {@code base} and releases them (idle, cached). */
+    static void fillIdle(RegistrationCache c, long base, int pages) {
+        for (int i = 0; i < pages; i++) {
+            c.acquire(base + i * PAGE, PAGE, Access.LOCAL_WRITE).close();
+        }
+    }
+
+    static List<Lease> fillLeased(RegistrationCache c, long base, int pages) {
+        List<Lease> leases = new ArrayList<>();
+        for (int i = 0; i < pages; i++) {
+            leases.add(c.acquire(base + i * PAGE, PAGE, Access.LOCAL_WRITE));
+        }
+        return leases;
+    }
+
+    static TenantMetrics of(RegistrationCache c) {
+        TenantMetrics t = c.metrics().tenant();
+        assertTrue(t != null, "a tenant cache reports its tenant metrics");
+        return t;
+    }
+
+    @Test
+    void twoBestEffortTenantsTogetherNeverPinMoreThanTheLimit() {
+        RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        fillIdle(a, A_BASE, 12);
+        fillIdle(b, B_BASE, 12); // each alone fits; together they would pin 24 pages of 16
+        assertTrue(limit.pinnedBytes() <= LIMIT);
+        assertEquals(a.pinnedBytes() + b.pinnedBytes(), limit.pinnedBytes(), "the limit counts what the caches pin");
+        assertEquals(regA.liveBytes() + regB.liveBytes(), limit.pinnedBytes(), "and what the registrars pin");
+        assertTrue(of(a).evictionsSuffered() > 0, "B's growth took A's coldest regions: " + of(a));
+        assertEquals(of(a).evictionsSuffered(), of(b).evictionsCaused());
+    }
+
+    @Test
+    void aTenantReachesItsGuaranteeWhileTheOtherHoldsTheSharedPartLeased() {
+        RegistrationCache a = tenant(regA, TenantShare.guaranteed("A", 8 * PAGE));
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        List<Lease> leases = fillLeased(b, B_BASE, 8); // the whole shared part, leased: nothing of it can go
+        PinnedMemoryExhaustedException refused = assertThrows(PinnedMemoryExhaustedException.class,
+                () -> b.acquire(B_BASE + 8 * PAGE, PAGE, Access.LOCAL_WRITE));
+        assertTrue(refused.getMessage().contains("'A' holds 0 (guarantee 32,768"), refused.getMessage());
+        List<Lease> mine = fillLeased(a, A_BASE, 8); // every page of its guarantee, at once
+        assertEquals(8 * PAGE, a.pinnedBytes());
+        assertEquals(0, of(b).evictionsSuffered());
+        assertEquals(LIMIT, limit.pinnedBytes());
+        leases.forEach(Lease::close);
+        mine.forEach(Lease::close);
+        assertEquals(1, of(b).admissionsRefused());
+    }
+
+    @Test
+    void growthAboveAGuaranteeTakesTheSharedPartOnlyFromTenantsAboveTheirs() {
+        RegistrationCache a = tenant(regA, TenantShare.guaranteed("A", 8 * PAGE));
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        fillIdle(a, A_BASE, 8); // A at its guarantee
+        fillIdle(b, B_BASE, 8); // B fills the shared part
+        fillIdle(b, B_BASE + 8 * PAGE, 8); // B scans on: only its own regions make room
+        assertEquals(8 * PAGE, a.pinnedBytes(), "B's scan evicted A below its guarantee");
+        assertEquals(0, of(a).evictionsSuffered());
+        assertEquals(8 * PAGE, b.pinnedBytes());
+        fillIdle(a, A_BASE + 8 * PAGE, 4); // A above its guarantee: the shared part is B's, and B gives
+        assertEquals(12 * PAGE, a.pinnedBytes());
+        assertEquals(4, of(b).evictionsSuffered());
+        assertEquals(4, of(a).evictionsCaused());
+    }
+
+    @Test
+    void theTenantFurthestAboveItsGuaranteeGivesFirst() {
+        RegistrationCache a = tenant(regA, TenantShare.guaranteed("A", 2 * PAGE));
+        RegistrationCache b = tenant(regB, TenantShare.guaranteed("B", 2 * PAGE));
+        RegistrationCache c = tenant(regC, TenantShare.bestEffort("C"));
+        fillIdle(a, A_BASE, 4); // 2 above
+        fillIdle(b, B_BASE, 10); // 8 above
+        fillIdle(c, C_BASE, 4); // needs 2 pages: B, furthest above, gives
+        assertEquals(4 * PAGE, a.pinnedBytes());
+        assertEquals(8 * PAGE, b.pinnedBytes());
+        assertEquals(0, of(a).evictionsSuffered());
+        assertEquals(2, of(b).evictionsSuffered());
+    }
+
+    @Test
+    void underRequesterFirstTheAskingTenantGivesItsOwnFirst() {
+        limit = new PinnedMemoryLimit(LIMIT, RoomRule.REQUESTER_FIRST);
+        RegistrationCache a = tenant(regA, TenantShare.guaranteed("A", 2 * PAGE));
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        fillIdle(b, B_BASE, 8);
+        fillIdle(a, A_BASE, 8); // fills the limit: 8 + 8
+        fillIdle(a, A_BASE + 8 * PAGE, 2); // A is above its guarantee: it gives its own coldest first
+        assertEquals(8 * PAGE, b.pinnedBytes());
+        assertEquals(0, of(b).evictionsSuffered());
+        assertEquals(8 * PAGE, a.pinnedBytes());
+    }
+
+    @Test
+    void noRequestEvictsATenantBelowItsGuaranteeOrTakesALease() {
+        RegistrationCache a = tenant(regA, TenantShare.guaranteed("A", 8 * PAGE));
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        fillIdle(a, A_BASE, 8); // A at its guarantee, idle
+        List<Lease> leased = fillLeased(b, B_BASE, 8); // B holds the shared part, leased
+        List<Registration> before = new ArrayList<>(regA.live());
+        before.addAll(regB.live());
+        PinnedMemoryExhaustedException e = assertThrows(PinnedMemoryExhaustedException.class,
+                () -> b.acquire(B_BASE + 8 * PAGE, PAGE, Access.LOCAL_WRITE));
+        for (Registration r : before) {
+            assertTrue(regA.isLive(r) || regB.isLive(r), "a registration was taken to make room: " + r);
+        }
+        assertTrue(e.getMessage().contains("tenant 'B' cannot register 4,096 more bytes"), e.getMessage());
+        assertTrue(e.getMessage().contains("'A' holds 32,768 (guarantee 32,768"), e.getMessage());
+        assertTrue(e.getMessage().contains("'B' holds 32,768 (guarantee 0"), e.getMessage());
+        leased.forEach(Lease::close);
+        b.acquire(B_BASE + 8 * PAGE, PAGE, Access.LOCAL_WRITE).close(); // released: now B makes its own room
+        assertEquals(8 * PAGE, a.pinnedBytes());
+    }
+
+    @Test
+    void aRequestAboveItsTenantsCeilingFailsAtOnceAndEvictsNothing() {
+        RegistrationCache a = tenant(regA, new TenantShare("A", 0, 4 * PAGE));
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        fillIdle(a, A_BASE, 2);
+        fillIdle(b, B_BASE, 14); // the limit is full
+        int registered = regA.registerCount() + regB.registerCount();
+        TenantCeilingExceededException e = assertThrows(TenantCeilingExceededException.class,
+                () -> a.acquire(A_BASE + 16 * PAGE, 5 * PAGE, Access.LOCAL_WRITE));
+        assertEquals("A", e.tenant());
+        assertEquals(RegistrationException.ENOMEM, e.errno());
+        assertTrue(e.getMessage().contains("tenant 'A': a registration of 20,480 bytes exceeds the tenant's"
+                + " ceiling of 16,384 bytes (it holds 8,192 pinned); nothing was evicted"), e.getMessage());
+        assertEquals(registered, regA.registerCount() + regB.registerCount(), "the registrar was called");
+        assertEquals(0, of(a).evictionsCaused() + of(a).evictionsSuffered() + of(b).evictionsSuffered());
+        assertEquals(0, a.metrics().get(CacheCounter.EVICTIONS) + b.metrics().get(CacheCounter.EVICTIONS));
+        assertEquals(1, of(a).admissionsRefused());
+        assertEquals(LIMIT, limit.pinnedBytes());
+    }
+
+    @Test
+    void aTenantAtItsCeilingMakesRoomFromItsOwnColdestRegions() {
+        RegistrationCache a = tenant(regA, new TenantShare("A", 0, 4 * PAGE));
+        AtomicLong mostHeld = new AtomicLong();
+        regA.duringRegister(() -> mostHeld.accumulateAndGet(a.pinnedBytes(), Math::max));
+        fillIdle(a, A_BASE, 10);
+        assertTrue(mostHeld.get() <= 3 * PAGE, "a registration started while A held " + mostHeld.get()
+                + " bytes: with the new page that passes its ceiling of " + 4 * PAGE);
+        assertEquals(4 * PAGE, a.pinnedBytes());
+        assertEquals(6, a.metrics().get(CacheCounter.EVICTIONS));
+    }
+
+    @Test
+    void guaranteesBeyondTheLimitAndRepeatedNamesAreRefusedAtBuild() {
+        tenant(regA, TenantShare.guaranteed("A", 12 * PAGE));
+        IllegalArgumentException over = assertThrows(IllegalArgumentException.class,
+                () -> RegistrationCache.builder(regB).tenant(limit, TenantShare.guaranteed("B", 5 * PAGE)).build());
+        assertTrue(over.getMessage().contains("tenant 'B' asks a guarantee of 20,480 bytes, but the limit of 65,536"
+                + " bytes has 16,384 left that no tenant is guaranteed ('A' holds 0 (guarantee 49,152"),
+                over.getMessage());
+        IllegalArgumentException twice = assertThrows(IllegalArgumentException.class,
+                () -> RegistrationCache.builder(regB).tenant(limit, TenantShare.bestEffort("A")).build());
+        assertTrue(twice.getMessage().contains("a tenant named 'A' already draws from this limit"),
+                twice.getMessage());
+        assertEquals(1, limit.tenants().size(), "a refused cache left a tenant behind");
+        assertThrows(IllegalArgumentException.class, () -> new TenantShare("C", 8 * PAGE, 4 * PAGE));
+        assertThrows(IllegalArgumentException.class, () -> new TenantShare(" ", 0, PAGE));
+        assertThrows(IllegalArgumentException.class, () -> new PinnedMemoryLimit(0));
+    }
+
+    @Test
+    void aClosingCacheReturnsItsGuaranteeAtOnceAndItsBytesAsTheyAreDeregistered() {
+        RegistrationCache a = tenant(regA, TenantShare.guaranteed("A", 12 * PAGE));
+        Lease held = a.acquire(A_BASE, 2 * PAGE, Access.LOCAL_WRITE);
+        fillIdle(a, A_BASE + 4 * PAGE, 2);
+        CompletableFuture<Void> closed = a.closeAsync().toCompletableFuture();
+        assertEquals(2 * PAGE, limit.pinnedBytes(), "the leased region is still pinned");
+        assertFalse(closed.isDone());
+        RegistrationCache b = tenant(regB, TenantShare.guaranteed("B", 12 * PAGE)); // A's guarantee came back
+        fillIdle(b, B_BASE, 12);
+        assertEquals(List.of("A", "B"), limit.tenants().stream().map(TenantMetrics::name).toList());
+        held.close();
+        assertTrue(closed.isDone());
+        assertEquals(List.of("B"), limit.tenants().stream().map(TenantMetrics::name).toList());
+        assertEquals(12 * PAGE, limit.pinnedBytes());
+        RegistrationCache again = tenant(regC, TenantShare.bestEffort("A")); // the name is free again
+        fillIdle(again, C_BASE, 1);
+    }
+
+    @Test
+    void quarantinedRegistrationsCountAgainstTheirTenantUntilARetrySucceeds() {
+        RegistrationCache a = RegistrationCache.builder(regA).tenant(limit, TenantShare.bestEffort("A"))
+                .deregistrationRetry(DeregistrationRetry.MANUAL).build();
+        caches.add(a);
+        fillIdle(a, A_BASE, 2);
+        regA.deregisterFailures(r -> new RegistrationException("ibv_dereg_mr: EBUSY", 16));
+        assertThrows(Exception.class, () -> a.invalidateAndWait(A_BASE, PAGE));
+        assertEquals(2 * PAGE, limit.pinnedBytes(), "a quarantined registration still pins its pages");
+        assertEquals(2 * PAGE, of(a).pinnedBytes());
+        regA.deregisterFailures(r -> null);
+        assertEquals(0, a.retryQuarantined());
+        assertEquals(PAGE, limit.pinnedBytes());
+    }
+
+    @Test
+    void aFailedRegistrationGivesItsReservationBack() {
+        RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
+        regA.failures((addr, len, acc) -> RegistrationException.EFAULT);
+        assertThrows(RegistrationException.class, () -> a.acquire(A_BASE, PAGE, Access.LOCAL_WRITE));
+        regA.registerThrows((addr, len, acc) -> new OutOfMemoryError("simulated"));
+        regA.failures((addr, len, acc) -> 0);
+        assertThrows(OutOfMemoryError.class, () -> a.acquire(A_BASE, PAGE, Access.LOCAL_WRITE));
+        assertEquals(0, limit.pinnedBytes());
+        assertEquals(0, of(a).pinnedBytes());
+    }
+
+    @Test
+    void anEnomemFromTheRegistrarNamesWhatEachTenantHolds() {
+        RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        fillIdle(b, B_BASE, 3);
+        regA.failures((addr, len, acc) -> RegistrationException.ENOMEM);
+        PinnedMemoryExhaustedException e = assertThrows(PinnedMemoryExhaustedException.class,
+                () -> a.acquire(A_BASE, PAGE, Access.LOCAL_WRITE));
+        // A holds the page it reserved for the registration that failed
+        assertTrue(e.getMessage().contains("the shared pinned-memory limit: limit 65,536 bytes, 16,384 pinned: 'A'"
+                + " holds 4,096 (guarantee 0, ceiling 65,536); 'B' holds 12,288"), e.getMessage());
+    }
+
+    @Test
+    void theSnapshotReportsTheTenant() {
+        RegistrationCache a = tenant(regA, new TenantShare("A", 4 * PAGE, 8 * PAGE));
+        fillIdle(a, A_BASE, 3);
+        MetricsSnapshot m = a.metrics();
+        assertEquals(new TenantMetrics("A", 3 * PAGE, 4 * PAGE, 8 * PAGE, 0, 0, 0), m.tenant());
+        assertTrue(m.format().contains("tenant A"), m.format());
+        RegistrationCache plain = RegistrationCache.builder(regC).build();
+        caches.add(plain);
+        assertEquals(null, plain.metrics().tenant());
+    }
+
+    /** Two tenants on two threads: at every register call the limit, the ceilings and the guarantees hold. */
+    @Test
+    void concurrentTenantsKeepTheLimitAndTheGuarantee() throws Exception {
+        RegistrationCache a = tenant(regA, new TenantShare("A", 6 * PAGE, 12 * PAGE));
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        AtomicReference<String> broken = new AtomicReference<>();
+        Runnable check = () -> {
+            for (TenantMetrics t : limit.tenants()) {
+                if (t.pinnedBytes() > t.ceilingBytes()) {
+                    broken.compareAndSet(null, "over its ceiling: " + t);
+                }
+            }
+        };
+        regA.duringRegister(() -> { peakSeenByRegistrars.accumulateAndGet(limit.pinnedBytes(), Math::max); check.run(); });
+        regB.duringRegister(() -> { peakSeenByRegistrars.accumulateAndGet(limit.pinnedBytes(), Math::max); check.run(); });
+        AtomicLong aRefused = new AtomicLong();
+        // A never invalidates, so it never holds more than its 6 pages: it stays within its guarantee
+        Thread ta = new Thread(() -> churn(a, A_BASE, 6, 1, false, aRefused));
+        Thread tb = new Thread(() -> churn(b, B_BASE, 64, 2, true, new AtomicLong()));
+        ta.start();
+        tb.start();
+        ta.join();
+        tb.join();
+        assertEquals(null, broken.get());
+        assertEquals(0, aRefused.get(), "A, within its guarantee, was refused");
+        assertEquals(0, of(a).evictionsSuffered(), "B's churn evicted A, which never left its guarantee");
+        assertEquals(a.pinnedBytes() + b.pinnedBytes(), limit.pinnedBytes());
+    }
+
+    private static void churn(RegistrationCache c, long base, int pages, long seed, boolean invalidates,
+            AtomicLong refused) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        List<Lease> held = new ArrayList<>();
+        for (int i = 0; i < 20_000; i++) {
+            long page = rnd.nextInt(pages);
+            try {
+                held.add(c.acquire(base + page * PAGE, PAGE, Access.LOCAL_WRITE));
+            } catch (PinnedMemoryExhaustedException e) {
+                refused.incrementAndGet();
+            }
+            if (held.size() > 2 || rnd.nextInt(4) == 0) {
+                if (!held.isEmpty()) {
+                    held.remove(rnd.nextInt(held.size())).close();
+                }
+            }
+            if (invalidates && rnd.nextInt(16) == 0) {
+                c.invalidate(base + rnd.nextInt(pages) * PAGE, PAGE);
+            }
+        }
+        held.forEach(Lease::close);
+    }
+}
