@@ -175,10 +175,10 @@ final class DemoCommand implements Callable<Integer> {
         if (!judged.safe()) {
             System.out.printf("%nFAILED: mrcache's detectors counted %,d violations (stale writes %,d, corrupted %,d,"
                     + " reused while registered %,d, leaked %,d, double deregistrations %,d, deregistered under lease"
-                    + " %,d, stale hits %,d). Replay: ./mrcache demo --threads 1 --seed %d --ops %d --faults %s%n",
+                    + " %,d, stale hits %,d, cross-domain writes accepted %,d). Replay: ./mrcache demo --threads 1 --seed %d --ops %d --faults %s%n",
                     judged.violations(), judged.staleWrites(), judged.corruptedBuffers(), judged.reusedWhileRegistered(),
                     judged.leakedRegistrations(), judged.doubleDeregistrations(), judged.deregisteredUnderLease(),
-                    judged.staleHits(), runSeed, ops, faults);
+                    judged.staleHits(), judged.crossDomainAccepted(), runSeed, ops, faults);
             return 1;
         }
         System.out.println("\nmrcache: zero on every detector.");

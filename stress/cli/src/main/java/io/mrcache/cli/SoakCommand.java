@@ -7,6 +7,7 @@ import io.mrcache.stress.injector.InjectorConfig;
 import io.mrcache.stress.injector.InjectorReport;
 import java.util.EnumSet;
 import java.util.concurrent.Callable;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -68,7 +69,8 @@ final class SoakCommand implements Callable<Integer> {
                 faultSet.contains(Fault.SLOW_REGISTRATION) ? ", slow registration 1 in " + slowEvery : "");
         AtomicLong lines = new AtomicLong();
         InjectorReport r = AddressReuseInjector.run(new InjectorConfig(lifecycles, threads, runSeed, faultSet, false,
-                true, pinning.equals("account"), slowEvery), Caches.MRCACHE, line -> {
+                true, pinning.equals("account"), slowEvery),
+                faultSet.contains(Fault.TWO_TENANTS) ? Caches.TWO_TENANTS : Caches.MRCACHE, line -> {
                     if (lines.incrementAndGet() % 10 == 0) {
                         System.out.println("  " + line);
                     }
@@ -76,13 +78,21 @@ final class SoakCommand implements Callable<Integer> {
         System.out.printf("%n%,d lifecycles in %.0f s: %,.0f lifecycles/s%n", r.operations(), r.seconds(),
                 r.opsPerSecond());
         System.out.printf("detectors: stale writes %,d, corrupted buffers %,d, reused while registered %,d, leaked %,d,"
-                + " double deregistrations %,d, deregistered under lease %,d, stale hits %,d%n", r.staleWrites(),
+                + " double deregistrations %,d, deregistered under lease %,d, stale hits %,d%s%n", r.staleWrites(),
                 r.corruptedBuffers(), r.reusedWhileRegistered(), r.leakedRegistrations(), r.doubleDeregistrations(),
-                r.deregisteredUnderLease(), r.staleHits());
+                r.deregisteredUnderLease(), r.staleHits(), faultSet.contains(Fault.TWO_TENANTS)
+                        ? String.format(", cross-domain writes accepted %,d", r.crossDomainAccepted()) : "");
         System.out.println("hazards exercised:");
         for (String hazard : AddressReuseInjector.COVERAGE) {
             long n = r.coverage().getOrDefault(hazard, 0L);
             System.out.printf("  %-44s %,16d%s%n", hazard, n, n == 0 ? "   NOT EXERCISED" : "");
+        }
+        if (faultSet.contains(Fault.TWO_TENANTS)) {
+            for (String hazard : List.of(AddressReuseInjector.CROSS_DOMAIN_REJECTED,
+                    AddressReuseInjector.CROSS_TENANT_EVICTIONS)) {
+                long n = r.coverage().getOrDefault(hazard, 0L);
+                System.out.printf("  %-44s %,16d%s%n", hazard, n, n == 0 ? "   NOT EXERCISED" : "");
+            }
         }
         if (faultSet.contains(Fault.SLOW_REGISTRATION)) {
             System.out.printf("registrations slowed by 20 us: %,d of %,d%n",

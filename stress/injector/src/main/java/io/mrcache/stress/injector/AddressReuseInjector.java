@@ -35,6 +35,14 @@ public final class AddressReuseInjector {
     @FunctionalInterface
     public interface CacheFactory {
         CacheUnderTest create(Registrar registrar, InjectorConfig config);
+
+        /**
+         * Under {@link Fault#TWO_TENANTS}: a cache over two registrars in two protection domains of one NIC. By
+         * default the first alone is used.
+         */
+        default CacheUnderTest create(Registrar first, Registrar second, InjectorConfig config) {
+            return create(first, config);
+        }
     }
 
     // coverage names, in print order
@@ -51,6 +59,10 @@ public final class AddressReuseInjector {
     public static final String UNMAPS = "chunk unmaps (large invalidations)";
     public static final String REMAPS = "chunks mapped again, new pages";
     public static final String CLOSE_DOOMED = "in-flight registrations at close";
+    /** Printed under {@link Fault#TWO_TENANTS} only. */
+    public static final String CROSS_DOMAIN_REJECTED = "cross-domain writes rejected (I7)";
+    /** Printed under {@link Fault#TWO_TENANTS} only: evictions one tenant's registration made of the other's. */
+    public static final String CROSS_TENANT_EVICTIONS = "cross-tenant evictions";
     /** Printed only for a cache with the page-frame check. */
     public static final String PFN_CAUGHT = "remapped pages caught by the page-frame check";
     /** Not a hazard: how many registrations {@link Fault#SLOW_REGISTRATION} slowed, of {@link #REGISTRATIONS}. */

@@ -19,6 +19,14 @@ public interface CacheUnderTest extends AutoCloseable {
         int lkey();
 
         int rkey();
+
+        /**
+         * The protection domain the user posts these keys through (its queue pairs'), where a cache serves
+         * several; 0, the default, for the domain the keys were registered in.
+         */
+        default long domain() {
+            return 0;
+        }
     }
 
     String name();

@@ -62,7 +62,11 @@ final class InjectorNic implements Registrar {
         @SuppressWarnings("unused") // through LEASES
         private volatile int leases;
 
-        Pinned(long address, long length, long run, long physical, long beganAt) {
+        /** The protection domain the registration was made in. */
+        final long pd;
+
+        Pinned(long address, long length, long run, long physical, long beganAt, long pd) {
+            this.pd = pd;
             this.address = address;
             this.length = length;
             this.run = run;
@@ -115,6 +119,8 @@ final class InjectorNic implements Registrar {
 
     private final SimulatedHca hca;
     private final long pd;
+    /** A second protection domain, for a second tenant ({@link Fault#TWO_TENANTS}); see {@link #secondDomain}. */
+    private final long pd2;
     private final AtomicLong clock;
     /** One registration in this many spins 20 us more; 0: none. */
     private final int slowEvery;
@@ -140,11 +146,15 @@ final class InjectorNic implements Registrar {
     final LongAdder doubleDeregistrations = new LongAdder();
     final LongAdder deregisteredUnderLease = new LongAdder();
     final LongAdder injectedDeregistrationFailures = new LongAdder();
+    /** Writes with a live key, made in the other tenant's domain, that the HCA accepted (I7 broken). */
+    final LongAdder crossDomainAccepted = new LongAdder();
+    final LongAdder crossDomainRejected = new LongAdder();
 
     InjectorNic(SimulatedHca hca, AtomicLong clock, int slowEvery, boolean failingRegistration,
             boolean failingDeregistration, ThreadLocal<SplittableRandom> faultRandom) {
         this.hca = hca;
         this.pd = hca.allocProtectionDomain();
+        this.pd2 = hca.allocProtectionDomain();
         this.clock = clock;
         this.slowEvery = slowEvery;
         this.failingRegistration = failingRegistration;
@@ -163,6 +173,33 @@ final class InjectorNic implements Registrar {
 
     @Override
     public Registration register(long address, long length, int access) {
+        return register(pd, address, length, access);
+    }
+
+    /**
+     * The same NIC, registering in a second protection domain: a second tenant's registrar. Its keys are used in
+     * their own domain, and probed in the other ({@link #crossDomainWrite}).
+     */
+    Registrar secondDomain() {
+        return new Registrar() {
+            @Override
+            public Registration register(long address, long length, int access) {
+                return InjectorNic.this.register(pd2, address, length, access);
+            }
+
+            @Override
+            public void deregister(Registration registration) {
+                InjectorNic.this.deregister(registration);
+            }
+
+            @Override
+            public long protectionDomain() {
+                return pd2;
+            }
+        };
+    }
+
+    private Registration register(long domain, long address, long length, int access) {
         long began = clock.get();
         if (failingRegistration && faultRandom.get().nextInt(100) < 2) {
             throw new RegistrationException("injected ENOMEM", RegistrationException.ENOMEM);
@@ -178,11 +215,11 @@ final class InjectorNic implements Registrar {
         long run = arena.pin(address, length);
         long physical = run + (address - arena.chunkAddress(arena.chunkOf(address)));
         Set<Pinned> chunk = byChunk.get(arena.chunkOf(address));
-        Pinned p = new Pinned(address, length, run, physical, began);
+        Pinned p = new Pinned(address, length, run, physical, began, domain);
         chunk.add(p); // visible to the reuse check before the HCA pins anything
         Registration hcaReg;
         try {
-            hcaReg = hca.register(pd, physical, length, access);
+            hcaReg = hca.register(domain, physical, length, access);
         } catch (RuntimeException e) {
             chunk.remove(p);
             arena.unpin(run);
@@ -191,7 +228,7 @@ final class InjectorNic implements Registrar {
         p.hca = hcaReg;
         byKey.set(SimulatedHca.slotOf(hcaReg.lkey()), p);
         registrations.increment();
-        return new Registration(address, length, access, hcaReg.lkey(), hcaReg.rkey(), pd, hcaReg.handle());
+        return new Registration(address, length, access, hcaReg.lkey(), hcaReg.rkey(), domain, hcaReg.handle());
     }
 
     @Override
@@ -281,15 +318,25 @@ final class InjectorNic implements Registrar {
 
     /** The NIC writes {@code data} at virtual {@code address} with {@code lkey}, for allocation {@code intended}. */
     boolean localWrite(int lkey, long address, MemorySegment data, long intended) {
-        return write(lkey, address, data, false, intended);
+        return write(lkey, address, data, false, intended, 0);
+    }
+
+    /** As {@link #localWrite}, posted through protection domain {@code via} (0: the key's own). */
+    boolean localWrite(int lkey, long address, MemorySegment data, long intended, long via) {
+        return write(lkey, address, data, false, intended, via);
     }
 
     /** A peer's RDMA write with {@code rkey} at virtual {@code address}, meant for allocation {@code intended}. */
     boolean remoteWrite(int rkey, long address, MemorySegment data, long intended) {
-        return write(rkey, address, data, true, intended);
+        return write(rkey, address, data, true, intended, 0);
     }
 
-    private boolean write(int key, long address, MemorySegment data, boolean remote, long intended) {
+    /** As {@link #remoteWrite}, through a queue pair of protection domain {@code via} (0: the key's own). */
+    boolean remoteWrite(int rkey, long address, MemorySegment data, long intended, long via) {
+        return write(rkey, address, data, true, intended, via);
+    }
+
+    private boolean write(int key, long address, MemorySegment data, boolean remote, long intended, long via) {
         Pinned p = pinned(key);
         if (p == null) {
             (remote ? rejectedRemote : rejectedLocal).increment();
@@ -301,10 +348,11 @@ final class InjectorNic implements Registrar {
         // classification cannot be overtaken by a reuse (reading after the write could be).
         MallocArena.Meets before = arena.classify(address, intended, target);
         try {
+            long domain = via == 0 ? p.pd : via;
             if (remote) {
-                hca.rdmaWrite(pd, key, target, data);
+                hca.rdmaWrite(domain, key, target, data);
             } else {
-                hca.localWrite(pd, key, target, data);
+                hca.localWrite(domain, key, target, data);
             }
         } catch (RemoteAccessException e) {
             (remote ? rejectedRemote : rejectedLocal).increment();
@@ -319,6 +367,27 @@ final class InjectorNic implements Registrar {
                         address, intended, target, remote, p);
             }
         }
+        return true;
+    }
+
+    /**
+     * The other tenant's peer writes with {@code rkey}, which a tenant posts through domain {@code via}, through a
+     * queue pair of its own domain (the other one): the HCA must reject it (I7). Counts the outcome; true when the
+     * write was (wrongly) accepted, as it is when the key was registered in the other tenant's domain.
+     */
+    boolean crossDomainWrite(int rkey, long address, MemorySegment data, long via) {
+        Pinned p = pinned(rkey);
+        if (p == null) {
+            return false; // dead already: nothing to probe
+        }
+        long other = via == pd ? pd2 : pd;
+        try {
+            hca.rdmaWrite(other, rkey, p.physicalOf(address), data);
+        } catch (RemoteAccessException e) {
+            crossDomainRejected.increment();
+            return false;
+        }
+        crossDomainAccepted.increment();
         return true;
     }
 

@@ -23,13 +23,15 @@ import java.util.Map;
  * @param remoteRejected         remote writes the NIC rejected (dead key)
  * @param registrationErrors     acquires that failed because registration failed (injected ENOMEM)
  * @param registrations          registrations made
+ * @param crossDomainAccepted    writes with a live key through the other tenant's protection domain that the NIC
+ *                               accepted (I7; probed under {@link Fault#TWO_TENANTS} only)
  * @param coverage               how often each hazard was exercised (see {@link AddressReuseInjector})
  * @param seconds                wall time
  */
 public record InjectorReport(String cache, long operations, long staleWrites, long corruptedBuffers,
         long reusedWhileRegistered, long leakedRegistrations, long doubleDeregistrations, long deregisteredUnderLease,
         long staleHits, long oracleCaught, long writesAfterFree, long remoteRejected, long registrationErrors, long registrations,
-        Map<String, Long> coverage, double seconds) {
+        long crossDomainAccepted, Map<String, Long> coverage, double seconds) {
 
     public InjectorReport {
         coverage = Map.copyOf(coverage);
@@ -47,7 +49,7 @@ public record InjectorReport(String cache, long operations, long staleWrites, lo
     /** The sum of every detector that counts against the cache. */
     public long violations() {
         return staleWrites + corruptedBuffers + reusedWhileRegistered + leakedRegistrations + doubleDeregistrations
-                + deregisteredUnderLease + staleHits;
+                + deregisteredUnderLease + staleHits + crossDomainAccepted;
     }
 
     /** The same report under another label (the demo names its columns). */
@@ -55,6 +57,6 @@ public record InjectorReport(String cache, long operations, long staleWrites, lo
         return new InjectorReport(label, operations, staleWrites, corruptedBuffers, reusedWhileRegistered,
                 leakedRegistrations, doubleDeregistrations, deregisteredUnderLease, staleHits, oracleCaught,
                 writesAfterFree,
-                remoteRejected, registrationErrors, registrations, coverage, seconds);
+                remoteRejected, registrationErrors, registrations, crossDomainAccepted, coverage, seconds);
     }
 }

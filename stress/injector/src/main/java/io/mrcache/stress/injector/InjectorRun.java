@@ -103,7 +103,8 @@ final class InjectorRun {
         if (config.threads() > 1) {
             CloseRace.run(this);
         }
-        cache = factory.create(nic, config);
+        cache = config.has(Fault.TWO_TENANTS) ? factory.create(nic, nic.secondDomain(), config)
+                : factory.create(nic, config);
         arena.presentPages(cache.readsPageFrames());
         Thread peer = config.threads() > 1 ? startPeer() : null;
         this.peer = peer;
@@ -150,7 +151,8 @@ final class InjectorRun {
         InjectorReport report = new InjectorReport(cache.name(), done.sum(), nic.staleWrites.sum(), corrupted.sum(),
                 arena.reusedWhileRegistered(), leaked, nic.doubleDeregistrations.sum(),
                 nic.deregisteredUnderLease.sum(), staleHits.sum(), oracleCaught.sum(), nic.writesAfterFree.sum(),
-                nic.rejectedRemote.sum(), registrationErrors.sum(), nic.registrations.sum(), coverage, seconds);
+                nic.rejectedRemote.sum(), registrationErrors.sum(), nic.registrations.sum(),
+                nic.crossDomainAccepted.sum(), coverage, seconds);
         arena.close();
         buffers.close();
         return report;
@@ -213,7 +215,7 @@ final class InjectorRun {
     long violations() {
         return nic.staleWrites.sum() + corrupted.sum() + arena.reusedWhileRegistered()
                 + nic.doubleDeregistrations.sum() + nic.deregisteredUnderLease.sum() + staleHits.sum()
-                + leakedAtCloseRace.get();
+                + leakedAtCloseRace.get() + nic.crossDomainAccepted.sum();
     }
 
     private Map<String, Long> coverage() {
@@ -229,6 +231,9 @@ final class InjectorRun {
         out.put(AddressReuseInjector.CLOSE_DOOMED, closeDoomed.get());
         out.put(AddressReuseInjector.SLOWED, nic.slowed.sum());
         out.put(AddressReuseInjector.REGISTRATIONS, nic.registrations.sum());
+        if (config.has(Fault.TWO_TENANTS)) {
+            out.put(AddressReuseInjector.CROSS_DOMAIN_REJECTED, nic.crossDomainRejected.sum());
+        }
         return out;
     }
 

@@ -193,9 +193,12 @@ final class InjectorWorker {
         }
         boolean landed;
         if (remote) {
-            landed = remoteWrite(h.rkey(), a.address() + offset, data, a.id(), true);
+            landed = remoteWrite(h, a.address() + offset, data, a.id());
+            if (run.config.has(Fault.TWO_TENANTS)) { // the other tenant's peer tries the same key (I7)
+                run.nic.crossDomainWrite(h.rkey(), a.address() + offset, data, h.domain());
+            }
         } else {
-            landed = run.nic.localWrite(h.lkey(), a.address() + offset, data, a.id());
+            landed = run.nic.localWrite(h.lkey(), a.address() + offset, data, a.id(), h.domain());
         }
         long physical = a.physical() + offset; // the pages stay while the allocation is live
         MemorySegment mine = MemorySegment.ofAddress(physical).reinterpret(size);
@@ -249,6 +252,11 @@ final class InjectorWorker {
             run.cache.release(h);
             run.cache.free(address, length).toCompletableFuture().exceptionally(e -> null).join();
         }
+    }
+
+    /** A remote write the worker waits for, with the handle's key, through the handle's domain. */
+    private boolean remoteWrite(CacheUnderTest.Handle h, long address, MemorySegment data, long intended) {
+        return run.nic.remoteWrite(h.rkey(), address, data, intended, h.domain());
     }
 
     private boolean remoteWrite(int rkey, long address, MemorySegment data, long intended, boolean wait)

@@ -105,7 +105,7 @@ class AddressReuseInjectorTest {
         return new InjectorReport(r.cache(), r.operations(), r.staleWrites(), r.corruptedBuffers(),
                 r.reusedWhileRegistered(), r.leakedRegistrations(), r.doubleDeregistrations(), r.deregisteredUnderLease(),
                 r.staleHits(), r.oracleCaught(), r.writesAfterFree(), r.remoteRejected(), r.registrationErrors(),
-                r.registrations(), r.coverage(), 0);
+                r.registrations(), r.crossDomainAccepted(), r.coverage(), 0);
     }
 
     @Test
@@ -129,8 +129,9 @@ class AddressReuseInjectorTest {
 
     @Test
     void faultNamesParseAndUnknownOnesAreNamed() {
-        assertEquals(EnumSet.complementOf(EnumSet.of(Fault.DROP_HOOKS)), Fault.parse("all"));
-        assertEquals(EnumSet.allOf(Fault.class), Fault.parse("all,drop-hooks"));
+        // all: every fault that keeps the precondition; two-tenants is a setup, named when wanted
+        assertEquals(EnumSet.complementOf(EnumSet.of(Fault.DROP_HOOKS, Fault.TWO_TENANTS)), Fault.parse("all"));
+        assertEquals(EnumSet.allOf(Fault.class), Fault.parse("all,drop-hooks,two-tenants"));
         assertEquals(EnumSet.of(Fault.DROP_HOOKS, Fault.SLOW_REGISTRATION), Fault.parse("drop-hooks, slow-registration"));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Fault.parse("drop-hook"));
         assertTrue(e.getMessage().contains("'drop-hook'") && e.getMessage().contains("drop-hooks"), e.getMessage());

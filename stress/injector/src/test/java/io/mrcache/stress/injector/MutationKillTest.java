@@ -36,7 +36,9 @@ class MutationKillTest {
     void everyBrokenVariantIsReportedUnsafeOnEverySeed() {
         Map<String, AddressReuseInjector.CacheFactory> variants = new LinkedHashMap<>();
         for (CacheFault bug : CacheFault.values()) {
-            if (bug != CacheFault.LOSE_POLICY_DROPS) {
+            // LOSE_POLICY_DROPS: see MUTATION.md; LIMIT_EVICTS_LEASED needs a shared limit, which one cache has not
+            // (TwoTenantsInjectorTest catches it)
+            if (bug != CacheFault.LOSE_POLICY_DROPS && bug != CacheFault.LIMIT_EVICTS_LEASED) {
                 variants.put(bug.name(), Caches.broken(bug));
             }
         }
