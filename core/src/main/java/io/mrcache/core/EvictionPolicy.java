@@ -6,6 +6,7 @@ import com.github.benmanes.caffeine.cache.Policy;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
@@ -248,13 +249,15 @@ final class EvictionPolicy {
      * For a shared {@link PinnedMemoryLimit}: evicts the policy's coldest idle regions until at least
      * {@code wantBytes} are freed, skipping any region that would take the total past {@code maxBytes}, and
      * deregisters them before returning. The same claim as every eviction ({@link Region#tryRetireIdle}).
+     *
+     * @return the regions evicted, and the bytes their deregistrations gave back (not those that failed and
+     *     stay quarantined, still pinned)
      */
     Tenant.Freed evictColdest(long wantBytes, long maxBytes) {
         if (!bounded || wantBytes <= 0) {
             return Tenant.Freed.NOTHING;
         }
         List<Region> victims = new ArrayList<>();
-        long freed = 0;
         policyLock.lock();
         try {
             List<Region> picked = coldestFirst.coldest(stream -> {
@@ -276,7 +279,6 @@ final class EvictionPolicy {
                     policy.invalidate(r);
                     r.leftPolicy = true;
                     victims.add(r);
-                    freed += r.pinnedBytes;
                 } else if (r.isLive()) {
                     metrics.increment(CacheCounter.EVICTIONS_WITHDRAWN);
                     afterWithdrawal(r);
@@ -285,16 +287,21 @@ final class EvictionPolicy {
         } finally {
             policyLock.unlock();
         }
+        long released = 0;
         if (!victims.isEmpty()) {
             unlink.accept(victims);
             for (Region r : victims) {
                 metrics.increment(CacheCounter.EVICTIONS);
                 CacheEvents.evicted(r, "shared limit");
                 deregistrar.deregister(r);
+                CompletableFuture<Void> outcome = r.deregistration(); // a fresh one when the attempt failed
+                if (outcome.isDone() && !outcome.isCompletedExceptionally()) {
+                    released += r.pinnedBytes; // a quarantined region still pins its pages: no room made
+                }
             }
         }
         drainEvicted();
-        return new Tenant.Freed(victims.size(), freed);
+        return new Tenant.Freed(victims.size(), released);
     }
 
     /** Evicts every idle region of {@code regions}; returns how many. */

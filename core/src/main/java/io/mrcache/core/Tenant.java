@@ -16,7 +16,7 @@ final class Tenant {
         Freed evictColdest(long wantBytes, long maxBytes);
     }
 
-    /** Regions and pinned bytes an eviction freed. */
+    /** Regions an eviction took, and the pinned bytes their deregistrations gave back. */
     record Freed(int regions, long bytes) {
         static final Freed NOTHING = new Freed(0, 0);
     }

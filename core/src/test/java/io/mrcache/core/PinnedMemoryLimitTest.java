@@ -252,6 +252,27 @@ class PinnedMemoryLimitTest {
     }
 
     @Test
+    void aVictimWhoseDeregistrationFailsStillCountsAndTheRequestIsRefused() {
+        RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
+        RegistrationCache b = RegistrationCache.builder(regB).tenant(limit, TenantShare.bestEffort("B"))
+                .deregistrationRetry(DeregistrationRetry.MANUAL).build();
+        caches.add(b);
+        fillIdle(b, B_BASE, 16); // the whole limit, idle
+        regB.deregisterFailures(r -> new RegistrationException("ibv_dereg_mr: EBUSY", 16));
+        PinnedMemoryExhaustedException e = assertThrows(PinnedMemoryExhaustedException.class,
+                () -> a.acquire(A_BASE, PAGE, Access.LOCAL_WRITE));
+        assertTrue(e.getMessage().contains("'B' holds 65,536"), e.getMessage());
+        assertEquals(LIMIT, limit.pinnedBytes(), "a registration whose deregistration failed is still pinned");
+        assertEquals(16, regB.live().size(), "a live key was forgotten");
+        assertEquals(2, b.quarantined().size(), "room making went on after two evictions that gave nothing back");
+        assertEquals(0, regA.registerCount(), "A registered past the limit");
+        regB.deregisterFailures(r -> null);
+        assertEquals(0, b.retryQuarantined());
+        a.acquire(A_BASE, PAGE, Access.LOCAL_WRITE).close(); // the retry gave the room back
+        assertEquals(PAGE, a.pinnedBytes());
+    }
+
+    @Test
     void aFailedRegistrationGivesItsReservationBack() {
         RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
         regA.failures((addr, len, acc) -> RegistrationException.EFAULT);
