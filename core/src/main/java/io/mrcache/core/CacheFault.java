@@ -31,7 +31,12 @@ public enum CacheFault {
      * T2/H5: a shared {@link PinnedMemoryLimit} making room for another tenant evicts this cache's regions
      * whether or not they are leased.
      */
-    LIMIT_EVICTS_LEASED;
+    LIMIT_EVICTS_LEASED,
+    /**
+     * H5, the evictor's window: eviction sums the leases and claims the region without first marking it EVICTING,
+     * so an acquire between the sum and the claim keeps its lease on a region that is then deregistered.
+     */
+    EVICT_WITHOUT_MARK;
 
     private final int bit = 1 << ordinal();
 

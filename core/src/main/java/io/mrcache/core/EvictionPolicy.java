@@ -120,7 +120,7 @@ final class EvictionPolicy {
         if (r == null || !cause.wasEvicted()) { // keys are strong references: never null in practice
             return;
         }
-        if (r.tryRetireIdle() || (CacheFault.EVICT_LEASED.in(faults) && r.isLive() && r.forceRetireForFault())) {
+        if (retireIdle(r) || (CacheFault.EVICT_LEASED.in(faults) && r.isLive() && r.forceRetireForFault())) {
             r.leftPolicy = true; // Caffeine removed it already
             evicted.add(r);
         } else if (CacheFault.LOSE_POLICY_DROPS.in(faults)) {
@@ -221,7 +221,7 @@ final class EvictionPolicy {
                 });
                 // in the same hold: a victim leaves the policy here, not with a lock of its own when unlinked
                 for (Region r : victims) {
-                    if (r.tryRetireIdle()) {
+                    if (retireIdle(r)) {
                         policy.invalidate(r);
                         r.leftPolicy = true;
                         evicted.add(r);
@@ -275,7 +275,7 @@ final class EvictionPolicy {
                 return chosen;
             });
             for (Region r : picked) {
-                if (r.tryRetireIdle() || (CacheFault.LIMIT_EVICTS_LEASED.in(faults) && r.forceRetireForFault())) {
+                if (retireIdle(r) || (CacheFault.LIMIT_EVICTS_LEASED.in(faults) && r.forceRetireForFault())) {
                     policy.invalidate(r);
                     r.leftPolicy = true;
                     victims.add(r);
@@ -308,7 +308,7 @@ final class EvictionPolicy {
     int evictIdle(List<Region> regions) {
         int n = 0;
         for (Region r : regions) {
-            if (r.tryRetireIdle()) {
+            if (retireIdle(r)) {
                 evicted.add(r);
                 n++;
             } else {
@@ -317,6 +317,11 @@ final class EvictionPolicy {
         }
         drainEvicted();
         return n;
+    }
+
+    /** The idle claim every eviction makes ({@link Region#tryRetireIdle}), or the broken variant's. */
+    private boolean retireIdle(Region r) {
+        return CacheFault.EVICT_WITHOUT_MARK.in(faults) ? r.retireIdleWithoutMarkForFault() : r.tryRetireIdle();
     }
 
     /**

@@ -323,6 +323,25 @@ final class Region {
         return true;
     }
 
+    /**
+     * The broken variant {@link CacheFault#EVICT_WITHOUT_MARK}: {@link #tryRetireIdle} without its EVICTING mark,
+     * so an acquire that adds its lease between the sum and the claim is not turned away (jcstress and model
+     * tests only).
+     */
+    boolean retireIdleWithoutMarkForFault() {
+        if ((((long) STATE.getVolatile(this)) & (RETIRED | EVICTING)) != 0 || sumLeases() != 0) {
+            return false;
+        }
+        long s;
+        do {
+            s = (long) STATE.getVolatile(this);
+            if ((s & (RETIRED | CLAIMED)) != 0) {
+                return false;
+            }
+        } while (!STATE.compareAndSet(this, s, s | RETIRED | CLAIMED));
+        return true;
+    }
+
     /** The broken variant's eviction: retires and claims whatever the leases (jcstress and model tests only). */
     boolean forceRetireForFault() {
         long before = (long) STATE.getAndBitwiseOr(this, RETIRED | CLAIMED);

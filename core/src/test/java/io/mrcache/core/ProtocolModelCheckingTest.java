@@ -18,8 +18,9 @@ import org.junit.jupiter.api.Test;
  * The cache's protocol under Lincheck's model checker: every interleaving it explores of two threads, two
  * operations each, switching threads at the shared reads and writes (its bounds: {@link #options()}), with
  * invariant checks in the operations. A first cut of the model checking asked for: acquire, release and
- * invalidate on an unbounded cache over a recording registrar; eviction, close and failing registrars are not
- * in it yet (the jcstress races and the model-based test cover them).
+ * invalidate on an unbounded cache over a recording registrar, and over one whose first deregistration of each
+ * registration fails; eviction and close are not in it yet (docs/SAFETY-MODEL.md says what was tried; the
+ * jcstress races and the model-based test cover them).
  *
  * <p>Checks: {@code use(r)} acquires range r, and its lease's registration must be live (I2) and must have
  * begun after the last invalidation of r that returned (I1); {@code invalidate(r)} invalidates r, and when its
@@ -55,7 +56,8 @@ class ProtocolModelCheckingTest {
         final RegistrationCache cache;
 
         Scenario(CacheFault... bugs) {
-            RegistrationCache.Builder b = RegistrationCache.builder(registrar);
+            RegistrationCache.Builder b = RegistrationCache.builder(registrar)
+                    .deregistrationRetry(DeregistrationRetry.MANUAL); // no retry thread: the checker sees every step
             for (CacheFault f : bugs) {
                 b.withDeliberateBug(f);
             }
@@ -96,6 +98,21 @@ class ProtocolModelCheckingTest {
         }
     }
 
+    /**
+     * Every registration's first deregistration fails (as {@code ibv_dereg_mr} may with EBUSY), and retries wait
+     * for {@link RegistrationCache#retryQuarantined()}: an invalidation's stage must not complete normally over
+     * the still-live key (I3).
+     */
+    public abstract static class FailingDeregistrationScenario extends Scenario {
+        final ConcurrentHashMap<Long, Boolean> failedOnce = new ConcurrentHashMap<>();
+
+        FailingDeregistrationScenario(CacheFault... bugs) {
+            super(bugs);
+            recording.deregisterFailures(reg -> failedOnce.putIfAbsent(reg.handle(), true) == null
+                    ? new RegistrationException("ibv_dereg_mr: EBUSY", 16) : null);
+        }
+    }
+
     /** What a correct cache answers to every operation, in any order. */
     @Param(name = "range", gen = IntGen.class, conf = "0:1")
     public static class Specification {
@@ -112,6 +129,17 @@ class ProtocolModelCheckingTest {
 
     public static class Real extends Scenario {
         public Real() {
+        }
+    }
+
+    public static class RealFailingDeregistration extends FailingDeregistrationScenario {
+        public RealFailingDeregistration() {
+        }
+    }
+
+    public static class CompleteAfterFailedDeregistration extends FailingDeregistrationScenario {
+        public CompleteAfterFailedDeregistration() {
+            super(CacheFault.COMPLETE_AFTER_FAILED_DEREGISTRATION);
         }
     }
 
@@ -142,6 +170,16 @@ class ProtocolModelCheckingTest {
     @Test
     void theRealCacheKeepsI1I2AndI3InEveryInterleavingExplored() {
         options().check(Real.class);
+    }
+
+    @Test
+    void theRealCacheKeepsI3WhenDeregistrationsFail() {
+        options().check(RealFailingDeregistration.class);
+    }
+
+    @Test
+    void aStageCompletedOverAFailedDeregistrationIsCaught() {
+        caught(CacheFault.COMPLETE_AFTER_FAILED_DEREGISTRATION, CompleteAfterFailedDeregistration.class);
     }
 
     @Test
