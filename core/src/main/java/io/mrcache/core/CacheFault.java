@@ -36,7 +36,12 @@ public enum CacheFault {
      * H5, the evictor's window: eviction sums the leases and claims the region without first marking it EVICTING,
      * so an acquire between the sum and the claim keeps its lease on a region that is then deregistered.
      */
-    EVICT_WITHOUT_MARK;
+    EVICT_WITHOUT_MARK,
+    /**
+     * H1/H2, the retirer's window: an invalidation sums a region's leases before it sets RETIRED, so an acquire
+     * between the sum and the bit keeps its lease on a region that is then deregistered.
+     */
+    RETIRE_SUMS_FIRST;
 
     private final int bit = 1 << ordinal();
 

@@ -293,6 +293,27 @@ final class Region {
     }
 
     /**
+     * The broken variant {@link CacheFault#RETIRE_SUMS_FIRST}: {@link #retire} summing the leases before it sets
+     * RETIRED, so an acquire that adds its lease in between, and reads the state before the bit, keeps a lease on
+     * a region the retirer then deregisters (jcstress only).
+     */
+    boolean retireSummingFirstForFault() {
+        boolean idle = sumLeases() == 0;
+        STATE.getAndBitwiseOr(this, RETIRED);
+        if (!idle) {
+            return false;
+        }
+        long s;
+        do {
+            s = (long) STATE.getVolatile(this);
+            if ((s & CLAIMED) != 0) {
+                return false;
+            }
+        } while (!STATE.compareAndSet(this, s, s | CLAIMED));
+        return true;
+    }
+
+    /**
      * Retires only if live and unleased: never takes a region from under an acquire (H5). True: the caller
      * won the deregistration.
      *

@@ -591,7 +591,7 @@ public final class RegistrationCache implements AutoCloseable {
     private List<Region> retireAll(List<Region> gone) {
         List<Region> idle = new ArrayList<>(gone.size());
         for (Region r : gone) {
-            if (r.retire()) {
+            if (CacheFault.RETIRE_SUMS_FIRST.in(faults) ? r.retireSummingFirstForFault() : r.retire()) {
                 idle.add(r);
             }
         }

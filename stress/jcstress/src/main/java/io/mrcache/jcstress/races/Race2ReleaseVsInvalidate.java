@@ -101,4 +101,33 @@ public final class Race2ReleaseVsInvalidate {
             super.arbiter(r);
         }
     }
+    @JCStressTest
+    @Description("Window mutant (the invalidation sums the leases before it sets RETIRED): must show the FORBIDDEN"
+            + " lost deregistration")
+    @Outcome(id = "0, 1, 0", expect = ACCEPTABLE, desc = "completed after the release")
+    @Outcome(id = "1, .*, .*", expect = FORBIDDEN, desc = "I3 violated: complete while the leased registration lived")
+    @Outcome(id = "0, 0, .*", expect = FORBIDDEN, desc = "never completed: the release and the retirer each left"
+            + " the deregistration to the other")
+    @Outcome(id = "0, 1, 1", expect = FORBIDDEN, desc = "leaked")
+    @State
+    public static class SumFirstBroken extends S {
+        public SumFirstBroken() {
+            super(CacheFault.RETIRE_SUMS_FIRST);
+        }
+
+        @Actor
+        public void actor1() {
+            lease.close();
+        }
+
+        @Actor
+        public void actor2(III_Result r) {
+            invalidate(r);
+        }
+
+        @Arbiter
+        public void arbiter(III_Result r) {
+            super.arbiter(r);
+        }
+    }
 }
