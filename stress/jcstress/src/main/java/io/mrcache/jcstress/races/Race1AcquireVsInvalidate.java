@@ -100,58 +100,13 @@ public final class Race1AcquireVsInvalidate {
             invalidate();
         }
     }
-    /**
-     * The retirer's own window (RETIRED set before the leases are summed), reached by sweeping: {@value #SWEPT}
-     * idle regions, actor 1 takes a lease on each in turn and keeps them all, actor 2 invalidates the range that
-     * covers them, which retires them one by one in the same order. Result: (a lease's registration was
-     * deregistered while held, the ledger is unbalanced after close).
-     */
-    public static class Sweep {
-        static final int SWEPT = 32;
-        final RaceRegistrar registrar = new RaceRegistrar(0, 0);
-        final RegistrationCache cache;
-        volatile int deadUnderLease;
-
-        Sweep(CacheFault... faults) {
-            cache = RaceRegistrar.cache(registrar, Budget.UNLIMITED, faults);
-            for (int i = 0; i < SWEPT; i++) {
-                cache.acquire(B + 2 * i * P, P, Access.LOCAL_WRITE).close();
-            }
-        }
-
-        void acquireEach() {
-            Lease[] held = new Lease[SWEPT];
-            for (int i = 0; i < SWEPT; i++) {
-                held[i] = cache.acquire(B + 2 * i * P, P, Access.LOCAL_WRITE);
-            }
-            for (Lease l : held) {
-                if (!registrar.isLive(l.registration())) {
-                    deadUnderLease = 1;
-                }
-                l.close();
-            }
-        }
-
-        void invalidateAll() {
-            cache.invalidate(B, 2 * SWEPT * P);
-        }
-
-        void arbiter(II_Result r) {
-            r.r1 = deadUnderLease;
-            // every lease is released by now, so close deregisters everything before it returns; a stage still
-            // pending means a deregistration nobody will make (a mutant can lose one): unbalanced, never waited on
-            boolean closed = cache.closeAsync().toCompletableFuture().isDone();
-            r.r2 = closed && registrar.balanced() ? 0 : 1;
-        }
-    }
-
     @JCStressTest
     @Description("H1/H2, the retirer's window: a sweep of retirements never deregisters a region under a lease")
     @Outcome(id = "0, 0", expect = ACCEPTABLE, desc = "every lease kept a live registration; the ledger balances")
     @Outcome(id = "1, .*", expect = FORBIDDEN, desc = "I2 violated: a leased region was deregistered")
     @Outcome(id = "0, 1", expect = FORBIDDEN, desc = "I4 violated: the ledger does not balance")
     @State
-    public static class SweepReal extends Sweep {
+    public static class SweepReal extends LeaseSweep {
         @Actor
         public void actor1() {
             acquireEach();
@@ -159,7 +114,7 @@ public final class Race1AcquireVsInvalidate {
 
         @Actor
         public void actor2() {
-            invalidateAll();
+            cache.invalidate(BASE, SPAN); // retires every swept region, in order
         }
 
         @Arbiter
@@ -174,7 +129,7 @@ public final class Race1AcquireVsInvalidate {
     @Outcome(id = "1, .*", expect = FORBIDDEN, desc = "I2 violated: a leased region was deregistered")
     @Outcome(id = "0, 1", expect = FORBIDDEN, desc = "ledger unbalanced")
     @State
-    public static class SweepBroken extends Sweep {
+    public static class SweepBroken extends LeaseSweep {
         public SweepBroken() {
             super(CacheFault.RETIRE_SUMS_FIRST);
         }
@@ -186,7 +141,7 @@ public final class Race1AcquireVsInvalidate {
 
         @Actor
         public void actor2() {
-            invalidateAll();
+            cache.invalidate(BASE, SPAN); // retires every swept region, in order
         }
 
         @Arbiter

@@ -78,53 +78,13 @@ public final class Race4EvictVsAcquire {
         }
     }
 
-    /**
-     * The evictor's own window (its EVICTING mark, between its sum of the leases and its claim), reached by
-     * sweeping: {@value #SWEPT} idle regions, actor 1 takes a lease on each in turn and keeps them all, actor 2
-     * evicts every idle region in the same order ({@link RegistrationCache#evictIdle()}). Each region is one more
-     * chance for an acquire to land between the evictor's sum and its claim. Result: (a lease's registration was
-     * deregistered while held, the ledger is unbalanced after close).
-     */
-    public static class Sweep {
-        static final int SWEPT = 32;
-        final RaceRegistrar registrar = new RaceRegistrar(0, 0);
-        final RegistrationCache cache;
-        volatile int deadUnderLease;
-
-        Sweep(CacheFault... faults) {
-            cache = RaceRegistrar.cache(registrar, Budget.UNLIMITED, faults);
-            for (int i = 0; i < SWEPT; i++) {
-                cache.acquire(A + 2 * i * P, P, Access.LOCAL_WRITE).close();
-            }
-        }
-
-        void acquireEach() {
-            Lease[] held = new Lease[SWEPT];
-            for (int i = 0; i < SWEPT; i++) {
-                held[i] = cache.acquire(A + 2 * i * P, P, Access.LOCAL_WRITE);
-            }
-            for (Lease l : held) {
-                if (!registrar.isLive(l.registration())) {
-                    deadUnderLease = 1;
-                }
-                l.close();
-            }
-        }
-
-        void arbiter(II_Result r) {
-            r.r1 = deadUnderLease;
-            cache.close();
-            r.r2 = registrar.balanced() ? 0 : 1;
-        }
-    }
-
     @JCStressTest
     @Description("H5, the evictor's window: a sweep of evictions never takes a region from under a lease")
     @Outcome(id = "0, 0", expect = ACCEPTABLE, desc = "every lease kept a live registration; the ledger balances")
     @Outcome(id = "1, .*", expect = FORBIDDEN, desc = "H5/I2 violated: a leased region was evicted and deregistered")
     @Outcome(id = "0, 1", expect = FORBIDDEN, desc = "I4 violated: the ledger does not balance")
     @State
-    public static class SweepReal extends Sweep {
+    public static class SweepReal extends LeaseSweep {
         @Actor
         public void actor1() {
             acquireEach();
@@ -147,7 +107,7 @@ public final class Race4EvictVsAcquire {
     @Outcome(id = "1, .*", expect = FORBIDDEN, desc = "H5/I2 violated: a leased region was evicted and deregistered")
     @Outcome(id = "0, 1", expect = FORBIDDEN, desc = "ledger unbalanced")
     @State
-    public static class SweepBroken extends Sweep {
+    public static class SweepBroken extends LeaseSweep {
         public SweepBroken() {
             super(CacheFault.EVICT_WITHOUT_MARK);
         }
