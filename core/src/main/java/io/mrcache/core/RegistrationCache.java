@@ -413,6 +413,7 @@ public final class RegistrationCache implements AutoCloseable {
                 }
                 retiring = retiring.withAll(gone);
                 index = index.with(region, gone);
+                front.fit(index.size());
                 toDeregister = retireAll(superseded);
                 if (!superseded.isEmpty()) {
                     metrics.countUnderLock(p.upgrade ? CacheCounter.ACCESS_UPGRADES : CacheCounter.MERGES, 1);
@@ -553,6 +554,7 @@ public final class RegistrationCache implements AutoCloseable {
                 gone = index.overlapping(address, end);
                 retiring = retiring.withAll(gone);
                 index = index.with(null, gone);
+                front.fit(index.size());
                 toDeregister = retireAll(gone);
             }
             for (Region r : retiring.overlapping(address, end)) { // quarantined ones too
@@ -607,6 +609,7 @@ public final class RegistrationCache implements AutoCloseable {
             List<Region> linked = batch.stream().filter(index::contains).toList();
             retiring = retiring.withAll(linked);
             index = index.with(null, linked);
+            front.fit(index.size());
         } finally {
             lock.unlock();
         }
@@ -906,6 +909,10 @@ public final class RegistrationCache implements AutoCloseable {
     }
 
     /** Regions retired and not yet deregistered (tests check it drains to zero). */
+    int frontTableLengthForTest() {
+        return front.length();
+    }
+
     int retiringCount() {
         lock.lock();
         try {

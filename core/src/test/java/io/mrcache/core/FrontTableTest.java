@@ -1,0 +1,92 @@
+package io.mrcache.core;
+
+import static io.mrcache.core.Access.LOCAL_WRITE;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mrcache.core.testing.RecordingRegistrar;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The front table: sized to the cache, and never a way to a retired region. */
+class FrontTableTest extends CacheTestSupport {
+    private static final long CHUNK = 1L << FrontTable.GRAIN_SHIFT;
+
+    @Test
+    void sizeKeepsFourSlotsPerRegionWithinItsBounds() {
+        assertEquals(FrontTable.MIN_SLOTS, FrontTable.sizeFor(0));
+        assertEquals(FrontTable.MIN_SLOTS, FrontTable.sizeFor(FrontTable.MIN_SLOTS / 4));
+        assertEquals(FrontTable.MIN_SLOTS * 2, FrontTable.sizeFor(FrontTable.MIN_SLOTS / 4 + 1));
+        assertEquals(1 << 20, FrontTable.sizeFor(262_144));
+        assertEquals(1 << 21, FrontTable.sizeFor(262_145));
+        assertEquals(FrontTable.MAX_SLOTS, FrontTable.sizeFor(Integer.MAX_VALUE));
+    }
+
+    @Test
+    void growsWithTheRegionsAndShrinksOnlyWhenFewAreLeft() {
+        FrontTable t = new FrontTable();
+        t.fit(10_000);
+        assertEquals(1 << 16, t.length());
+        t.fit(5_000); // half as many: kept (no churn on every free)
+        assertEquals(1 << 16, t.length());
+        t.fit(1_024); // a sixteenth of what it is sized for
+        assertEquals(FrontTable.MIN_SLOTS, t.length());
+    }
+
+    @Test
+    void aNewTableStartsEmptyAndFillsAgain() {
+        FrontTable t = new FrontTable();
+        Region r = EdgesTest.region(BASE, CHUNK, LOCAL_WRITE);
+        t.remember(BASE, r);
+        assertSame(r, t.find(BASE, BASE + CHUNK, LOCAL_WRITE, false));
+        t.fit(100_000);
+        assertNull(t.find(BASE, BASE + CHUNK, LOCAL_WRITE, false));
+        t.remember(BASE, r);
+        assertSame(r, t.find(BASE, BASE + CHUNK, LOCAL_WRITE, false));
+    }
+
+    @Test
+    void everyRegionOfALargeCacheHasItsOwnSlots() {
+        FrontTable t = new FrontTable();
+        int n = 100_000;
+        t.fit(n);
+        List<Region> regions = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Region r = EdgesTest.region(BASE + i * 2 * CHUNK, CHUNK, LOCAL_WRITE);
+            regions.add(r);
+            t.remember(r.start, r);
+        }
+        int found = 0;
+        for (Region r : regions) {
+            if (t.find(r.start, r.end, LOCAL_WRITE, false) == r) {
+                found++;
+            }
+        }
+        // two ways and four slots per region: only three or more starts hashed to one pair can lose one
+        assertTrue(found > n * 95 / 100, found + " of " + n + " regions still answered by the table");
+    }
+
+    @Test
+    void theCacheGrowsItsTableWithItsIndexAndShrinksItAfterTheFrees() {
+        RecordingRegistrar reg = new RecordingRegistrar();
+        RegistrationCache cache = RegistrationCache.builder(reg).build();
+        int n = 5_000;
+        for (int i = 0; i < n; i++) {
+            cache.acquire(BASE + i * 2 * CHUNK, CHUNK, LOCAL_WRITE).close();
+        }
+        assertEquals(FrontTable.sizeFor(n), cache.frontTableLengthForTest());
+        assertTrue(cache.frontTableLengthForTest() >= 4 * n);
+        cache.invalidate(BASE, n * 2 * CHUNK).toCompletableFuture().join();
+        assertEquals(FrontTable.MIN_SLOTS, cache.frontTableLengthForTest());
+        // the table's hints never outlive the index: a free then a reuse registers again
+        try (Lease l = cache.acquire(BASE, CHUNK, LOCAL_WRITE)) {
+            assertEquals(n + 1, reg.registerCount());
+            assertEquals(n, reg.deregisterCount());
+            assertEquals(BASE, l.registration().address());
+        }
+        cache.close();
+    }
+}
