@@ -15,6 +15,7 @@
  * share is a thread's CPU time over the wall time it ran (below 1 when it was descheduled); W4 is followed by
  * "# <name> live regions at the end: <n>" to show that the 512-region limit held.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 #include <ucs/config/global_opts.h>
 #include <ucs/memory/rcache.h>
 
@@ -223,7 +225,39 @@ static void bench(const char *name, int workload, int threads, int regions, long
     ucs_rcache_destroy(rc);
 }
 
+/* Resident bytes of this process, from /proc/self/statm. */
+static long resident_bytes(void) {
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL || fscanf(f, "%ld %ld", &pages, &resident) != 2) {
+        fprintf(stderr, "cannot read /proc/self/statm\n");
+        exit(2);
+    }
+    fclose(f);
+    return resident * sysconf(_SC_PAGESIZE);
+}
+
+/* Bytes per cached region: malloc's in-use bytes (arena and mmap'd blocks) and the resident set, before and
+ * after an rcache takes n 64 KiB regions of the scaling table (the regions, their page-table entries and
+ * directories; UCX's memory pools). One line: "footprint ucx <n> <malloc bytes/region> <rss bytes/region>". */
+static void footprint(int n) {
+    struct mallinfo2 m0 = mallinfo2();
+    long rss0 = resident_bytes();
+    ucs_rcache_t *rc = create((unsigned long) -1);
+    for (int i = 0; i < n; i++) hit(rc, BASE + i * STRIDE, REGION_BYTES);
+    struct mallinfo2 m1 = mallinfo2();
+    long rss1 = resident_bytes();
+    double heap = (double) ((m1.uordblks + m1.hblkhd) - (m0.uordblks + m0.hblkhd));
+    printf("footprint ucx %d %.1f %.1f\n", n, heap / n, (double) (rss1 - rss0) / n);
+    fflush(stdout);
+    ucs_rcache_destroy(rc);
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--footprint") == 0) {
+        for (int i = 2; i < argc; i++) footprint(atoi(argv[i]));
+        return 0;
+    }
     long millis = argc > 1 ? atol(argv[1]) : 1000;
     int scaling = argc > 2 && strcmp(argv[2], "--scaling") == 0;
     if (ucs_global_opts.rcache_check_pfn != 0) {
@@ -241,9 +275,9 @@ int main(int argc, char **argv) {
     bench("w4Mixed1t", W4, 1, 0, millis);
     bench("w4Mixed2t", W4, 2, 0, millis);
     if (scaling) {
-        static const int sizes[] = {64, 1024, 16384, 65536};
+        static const int sizes[] = {64, 1024, 16384, 65536, 262144, 1048576};
         char name[64];
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 6; i++) {
             snprintf(name, sizeof(name), "scaleHit:%d", sizes[i]);
             bench(name, SCALE_HIT, 1, sizes[i], millis);
             snprintf(name, sizeof(name), "scaleMiss:%d", sizes[i]);

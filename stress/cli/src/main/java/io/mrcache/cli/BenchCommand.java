@@ -50,7 +50,8 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--vs-ucx", description = "Also build and run the UCX harness (needs gcc and libucx-dev).")
     boolean vsUcx;
 
-    @Option(names = "--quick", description = "Short run: 3 repeats of 1 s measurements.")
+    @Option(names = "--quick", description = "Short run: 3 repeats, each benchmark 8 measured iterations of 0.5 s"
+            + " (the last 3 are its score) instead of 12 of 1 s (the last 5).")
     boolean quick;
 
     @Option(names = "--repeats", description = "Repeats of each side (default 3 with --quick, else 5).")
@@ -107,17 +108,29 @@ final class BenchCommand implements Callable<Integer> {
         if (vsUcx && ucxBinary == null) {
             return 2;
         }
-        BenchReport report = new BenchReport();
+        // every iteration is measured and the last ones are the score: the curve shows where the JIT finished
+        String iterations = quick ? "8" : "12";
+        String iterationTime = quick ? "500ms" : "1s";
+        BenchReport report = new BenchReport(quick ? 3 : 5);
         for (int r = 1; r <= reps; r++) {
-            System.err.printf("repeat %d/%d: JMH (mrcache) ...%n", r, reps);
+            System.err.printf("repeat %d/%d: JMH (mrcache), %s iterations of %s per benchmark, all measured ...%n", r,
+                    reps, iterations, iterationTime);
             Path results = Files.createTempFile("mrcache-jmh", ".json");
+            Path w6 = Files.createTempFile("mrcache-jmh-w6", ".json");
             CpuShare before = CpuShare.now();
-            List<String> log = run(List.of(java, "-jar", jar.toString(), "-f", "1", "-wi", quick ? "1" : "2", "-w", "1",
-                    "-i", quick ? "1" : "2", "-r", "1", "-rf", "json", "-rff", results.toString(), "CacheBenchmarks"), Map.of());
+            List<String> log = new ArrayList<>(run(List.of(java, "-jar", jar.toString(), "-f", "1", "-wi", "0", "-i",
+                    iterations, "-r", iterationTime, "-rf", "json", "-rff", results.toString(),
+                    "CacheBenchmarks\\.(w[1-5]|scale)"), Map.of()));
+            // W6's percentiles pool every measured iteration, so it keeps a warm-up of its own
+            log.addAll(run(List.of(java, "-jar", jar.toString(), "-f", "1", "-wi", "2", "-w", "1", "-i",
+                    quick ? "1" : "2", "-r", "1", "-rf", "json", "-rff", w6.toString(), "CacheBenchmarks\\.w6"), Map.of()));
             double others = CpuShare.now().othersSince(before);
-            report.addJmh(JmhJson.read(results), others);
+            Map<String, JmhJson.Result> both = new java.util.LinkedHashMap<>(JmhJson.read(results));
+            both.putAll(JmhJson.read(w6));
+            report.addJmh(both, others);
             report.addJmhNotes(log);
             Files.deleteIfExists(results);
+            Files.deleteIfExists(w6);
             System.err.printf("repeat %d/%d: JMH done, other processes took %.0f%% of the machine%n", r, reps, others * 100);
             if (ucxBinary != null) {
                 System.err.printf("repeat %d/%d: UCX harness ...%n", r, reps);
@@ -130,6 +143,7 @@ final class BenchCommand implements Callable<Integer> {
                         others * 100);
             }
         }
+        measureFootprint(report, java, jar, ucxBinary);
         measureAllocation(report, java, jar);
         attributeW6(report, java, quick ? 10 : 30);
         String text = report.table() + hitRatioLine();
@@ -157,6 +171,22 @@ final class BenchCommand implements Callable<Integer> {
             return null;
         }
         return binary;
+    }
+
+    /** Heap bytes per cached region at the scaling table's largest counts, both sides. */
+    private static void measureFootprint(BenchReport report, String java, Path jar, @Nullable Path ucxBinary)
+            throws IOException, InterruptedException {
+        List<String> counts = List.of("65536", "262144", "1048576");
+        System.err.println("memory per cached region at " + String.join(", ", counts) + " regions ...");
+        List<String> command = new ArrayList<>(List.of(java, "-XX:+UseParallelGC", "-Xmx3g", "-cp", jar.toString(),
+                "io.mrcache.bench.RegionFootprint"));
+        command.addAll(counts);
+        report.addFootprint(run(command, Map.of()));
+        if (ucxBinary != null) {
+            List<String> ucxCommand = new ArrayList<>(List.of(ucxBinary.toString(), "--footprint"));
+            ucxCommand.addAll(counts);
+            report.addFootprint(run(ucxCommand, Map.of("UCX_RCACHE_CHECK_PFN", "0")));
+        }
     }
 
     /** Bytes per W1 hit and per operation of the baseline with no cache call, from JMH's gc profiler. */

@@ -237,7 +237,7 @@ public class CacheBenchmarks {
     /** The scaling table: a cache holding {@code regions} 64 KiB regions. */
     @State(Scope.Benchmark)
     public static class Scaled {
-        @Param({"64", "1024", "16384", "65536"})
+        @Param({"64", "1024", "16384", "65536", "262144", "1048576"})
         int regions;
         RegistrationCache cache;
         int[] picks;

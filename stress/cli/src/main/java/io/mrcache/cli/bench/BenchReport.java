@@ -32,7 +32,12 @@ public final class BenchReport {
         {"w5InvalidateEmpty", "W5 free hook, nothing registered", "abs", "<= 20 ns"},
     };
     /** Region counts of the scaling table (JMH's {@code regions} parameter, the harness's --scaling). */
-    public static final int[] SCALE = {64, 1024, 16384, 65536};
+    public static final int[] SCALE = {64, 1024, 16384, 65536, 262144, 1048576};
+    /** The scaling table's targets: a hit at most this many times UCX's, a miss with its invalidation at most this. */
+    static final double SCALE_HIT_TARGET = 0.5;
+    static final double SCALE_MISS_TARGET = 1.0;
+    /** Heap bytes per cached region, at most this many times UCX's. */
+    static final double FOOTPRINT_TARGET = 1.5;
     private static final String[] W6_PERCENTILES = {"50.0", "99.0", "99.9", "100.0"};
 
     private final Map<String, Series> mine = new LinkedHashMap<>();
@@ -44,6 +49,25 @@ public final class BenchReport {
     private Map<String, Object> w6Attribution = Map.of();
     private double allocationPerHit = Double.NaN;
     private double allocationBaseline = Double.NaN;
+    /** Iterations each steady-state score averages (0: JMH's own score, after its warm-up iterations). */
+    private final int steadyWindow;
+    /** Each benchmark's curve per repeat, and whether its window settled. */
+    private final Map<String, List<SteadyState>> curves = new LinkedHashMap<>();
+    /** Bytes per region by configuration ("mrcache unbounded", "UCX malloc", ...) and region count. */
+    private final Map<String, Map<Integer, Double>> footprint = new LinkedHashMap<>();
+
+    /** A report whose scores are JMH's own (each after the warm-up iterations JMH ran). */
+    public BenchReport() {
+        this(0);
+    }
+
+    /**
+     * A report of runs that measured every iteration: each score is the mean of the last {@code steadyWindow}
+     * iterations ({@link SteadyState}), and each curve is kept.
+     */
+    public BenchReport(int steadyWindow) {
+        this.steadyWindow = steadyWindow;
+    }
 
     /** One repeat of the JMH side; {@code othersShare} from {@link CpuShare#othersSince}. */
     public void addJmh(Map<String, JmhJson.Result> results, double othersShare) {
@@ -55,7 +79,13 @@ public final class BenchReport {
                     w6.computeIfAbsent(q, k -> new Series()).add(p.getOrDefault(q, Double.NaN), othersShare);
                 }
             } else if (!e.getKey().startsWith("w0")) {
-                mine.computeIfAbsent(e.getKey(), k -> new Series()).add(e.getValue().score(), othersShare);
+                double score = e.getValue().score();
+                if (steadyWindow > 0 && !e.getValue().iterations().isEmpty()) {
+                    SteadyState steady = SteadyState.of(e.getValue().iterations(), steadyWindow);
+                    curves.computeIfAbsent(e.getKey(), k -> new ArrayList<>()).add(steady);
+                    score = steady.score();
+                }
+                mine.computeIfAbsent(e.getKey(), k -> new Series()).add(score, othersShare);
             }
         }
     }
@@ -81,6 +111,36 @@ public final class BenchReport {
                 notes.add("mrcache: " + line.substring(at + 1).trim());
             }
         }
+    }
+
+    /**
+     * Lines of the footprint measurements: {@code footprint <config> <regions> <bytes per region> [<rss bytes
+     * per region>]}, from {@code RegionFootprint} (configs unbounded and budget) and the UCX harness (config
+     * ucx: malloc's bytes, then the resident set's); other lines are ignored.
+     */
+    public void addFootprint(List<String> lines) {
+        for (String line : lines) {
+            String[] c = line.trim().split(" ");
+            if (c.length < 4 || !c[0].equals("footprint")) {
+                continue;
+            }
+            int n = Integer.parseInt(c[2]);
+            if (c[1].equals("ucx")) {
+                footprint.computeIfAbsent("UCX malloc", k -> new LinkedHashMap<>()).put(n, Double.parseDouble(c[3]));
+                if (c.length > 4) {
+                    footprint.computeIfAbsent("UCX resident", k -> new LinkedHashMap<>()).put(n, Double.parseDouble(c[4]));
+                }
+            } else {
+                footprint.computeIfAbsent("mrcache " + c[1], k -> new LinkedHashMap<>()).put(n, Double.parseDouble(c[3]));
+            }
+        }
+    }
+
+    /** mrcache's bytes per region over UCX's (malloc) for {@code config} at {@code n} regions; NaN when a side is missing. */
+    double footprintRatio(String config, int n) {
+        Double m = footprint.getOrDefault(config, Map.of()).get(n);
+        Double u = footprint.getOrDefault("UCX malloc", Map.of()).get(n);
+        return m == null || u == null ? Double.NaN : m / u;
     }
 
     /** The result of {@link W6Attribution} (its JSON, read back). */
@@ -142,16 +202,21 @@ public final class BenchReport {
                 + " difference %.3f (JMH gc profiler; target 0)%n", "allocation on the hit path (W1)", allocationPerHit,
                 allocationBaseline, allocationPerHit - allocationBaseline));
         sb.append(String.format(Locale.ROOT, "%nscaling: ns per op, 1 thread, with N cached 64 KiB regions%n"));
-        sb.append(String.format(Locale.ROOT, "%-8s %-22s %-22s %7s   %-22s %-22s %7s%n", "N", "hit mrcache", "hit UCX",
-                "ratio", "miss+inval mrcache", "miss+inval UCX", "ratio"));
+        sb.append(String.format(Locale.ROOT, "%-8s %-22s %-22s %7s %-4s  %-22s %-22s %7s %s%n", "N", "hit mrcache",
+                "hit UCX", "ratio", "met", "miss+inval mrcache", "miss+inval UCX", "ratio", "met"));
         for (int n : SCALE) {
             Series hm = mine.get("scaleHit:" + n);
             Series hu = ucx.get("scaleHit:" + n);
             Series mm = mine.get("scaleMiss:" + n);
             Series mu = ucx.get("scaleMiss:" + n);
-            sb.append(String.format(Locale.ROOT, "%-8d %-22s %-22s %7s   %-22s %-22s %7s%n", n, stats(hm), stats(hu),
-                    ratioText(hm, hu), stats(mm), stats(mu), ratioText(mm, mu)));
+            sb.append(String.format(Locale.ROOT, "%-8d %-22s %-22s %7s %-4s  %-22s %-22s %7s %s%n", n, stats(hm),
+                    stats(hu), ratioText(hm, hu), metText(hm, hu, SCALE_HIT_TARGET), stats(mm), stats(mu),
+                    ratioText(mm, mu), metText(mm, mu, SCALE_MISS_TARGET)));
         }
+        sb.append(String.format(Locale.ROOT, "targets: hit <= %.1fx UCX, miss+invalidate <= %.1fx UCX at every N%n",
+                SCALE_HIT_TARGET, SCALE_MISS_TARGET));
+        footprintTable(sb);
+        steadyStateLine(sb);
         sb.append('\n');
         for (String note : notes) {
             sb.append(note).append('\n');
@@ -161,6 +226,58 @@ public final class BenchReport {
                 mineShares.size(), shares(mineShares), shares(ucxShares), CpuShare.DISTURBED_ABOVE * 100));
         sb.append("2-thread ratios compare total throughput (UCX ns per op per thread over mrcache's)\n");
         return sb.toString();
+    }
+
+    private static String metText(Series m, Series u, double target) {
+        double r = ratio("ns", m, u);
+        return Double.isNaN(r) ? "" : r <= target ? "yes" : "no";
+    }
+
+    private void footprintTable(StringBuilder sb) {
+        if (footprint.isEmpty()) {
+            return;
+        }
+        sb.append(String.format(Locale.ROOT, "%nmemory: bytes per cached 64 KiB region (mrcache: live heap after a full GC;"
+                + " UCX: malloc's in-use bytes, and the resident set)%n"));
+        sb.append(String.format(Locale.ROOT, "%-8s %-20s %-20s %-12s %-12s %8s %s%n", "N", "mrcache unbounded",
+                "mrcache budget", "UCX malloc", "UCX resident", "ratio", "met (<= " + FOOTPRINT_TARGET + "x)"));
+        for (int n : footprintCounts()) {
+            double r = footprintRatio("mrcache unbounded", n);
+            sb.append(String.format(Locale.ROOT, "%-8d %-20s %-20s %-12s %-12s %8s %s%n", n,
+                    bytes("mrcache unbounded", n), bytes("mrcache budget", n), bytes("UCX malloc", n),
+                    bytes("UCX resident", n), Double.isNaN(r) ? "" : String.format(Locale.ROOT, "%.2fx", r),
+                    Double.isNaN(r) ? "" : r <= FOOTPRINT_TARGET ? "yes" : "no"));
+        }
+    }
+
+    private List<Integer> footprintCounts() {
+        Set<Integer> n = new java.util.TreeSet<>();
+        footprint.values().forEach(m -> n.addAll(m.keySet()));
+        return List.copyOf(n);
+    }
+
+    private String bytes(String config, int n) {
+        Double v = footprint.getOrDefault(config, Map.of()).get(n);
+        return v == null ? "-" : String.format(Locale.ROOT, "%.1f", v);
+    }
+
+    private void steadyStateLine(StringBuilder sb) {
+        if (curves.isEmpty()) {
+            return;
+        }
+        List<String> unsettled = new ArrayList<>();
+        int iterations = 0;
+        for (Map.Entry<String, List<SteadyState>> e : curves.entrySet()) {
+            iterations = Math.max(iterations, e.getValue().getFirst().curve().size());
+            long n = e.getValue().stream().filter(st -> !st.settled()).count();
+            if (n > 0) {
+                unsettled.add(e.getKey() + " (" + n + " of " + e.getValue().size() + ")");
+            }
+        }
+        sb.append(String.format(Locale.ROOT, "%nsteady state: every JMH score is the mean of the last %d of %d measured"
+                + " iterations of its fork (the earlier ones are the warm-up curve, kept in --json); windows not"
+                + " settled within %.0f%%: %s%n", steadyWindow, iterations, SteadyState.SETTLED_WITHIN * 100,
+                unsettled.isEmpty() ? "none" : String.join(", ", unsettled)));
     }
 
     private static String ratioText(Series m, Series u) {
@@ -204,6 +321,7 @@ public final class BenchReport {
             j.put("ratioKind", row[2].equals("tput") ? "ucx/mrcache ns (throughput)" : "mrcache/ucx ns");
             j.put("target", row[3]);
             j.put("met", met(row, m, r));
+            j.put("curves", curvesJson(row[0]));
             rows.add(j);
         }
         out.put("rows", rows);
@@ -215,9 +333,35 @@ public final class BenchReport {
             j.put("hitUcx", values(ucx.get("scaleHit:" + n)));
             j.put("missMrcache", values(mine.get("scaleMiss:" + n)));
             j.put("missUcx", values(ucx.get("scaleMiss:" + n)));
+            double hr = ratio("ns", mine.get("scaleHit:" + n), ucx.get("scaleHit:" + n));
+            double mr = ratio("ns", mine.get("scaleMiss:" + n), ucx.get("scaleMiss:" + n));
+            j.put("hitRatio", hr);
+            j.put("hitTarget", SCALE_HIT_TARGET);
+            j.put("hitMet", hr <= SCALE_HIT_TARGET);
+            j.put("missRatio", mr);
+            j.put("missTarget", SCALE_MISS_TARGET);
+            j.put("missMet", mr <= SCALE_MISS_TARGET);
+            j.put("hitCurves", curvesJson("scaleHit:" + n));
+            j.put("missCurves", curvesJson("scaleMiss:" + n));
             scaling.add(j);
         }
         out.put("scaling", scaling);
+        List<Object> memory = new ArrayList<>();
+        for (int n : footprintCounts()) {
+            Map<String, Object> j = new LinkedHashMap<>();
+            j.put("regions", n);
+            for (String config : footprint.keySet()) {
+                j.put(config, footprint.get(config).getOrDefault(n, Double.NaN));
+            }
+            double r = footprintRatio("mrcache unbounded", n);
+            j.put("ratio", r);
+            j.put("target", FOOTPRINT_TARGET);
+            j.put("met", r <= FOOTPRINT_TARGET);
+            memory.add(j);
+        }
+        out.put("bytesPerRegion", memory);
+        out.put("steadyWindow", steadyWindow);
+        out.put("settledWithin", SteadyState.SETTLED_WITHIN);
         Map<String, Object> lat = new LinkedHashMap<>();
         for (String q : W6_PERCENTILES) {
             lat.put("p" + q, values(w6.get(q)));
@@ -227,6 +371,19 @@ public final class BenchReport {
         out.put("allocationBytesPerHit", allocationPerHit);
         out.put("allocationBytesBaseline", allocationBaseline);
         out.put("notes", List.copyOf(notes));
+        return out;
+    }
+
+    /** Each repeat's curve of {@code name}: every iteration's score and whether its window settled. */
+    private List<Object> curvesJson(String name) {
+        List<Object> out = new ArrayList<>();
+        for (SteadyState st : curves.getOrDefault(name, List.of())) {
+            Map<String, Object> j = new LinkedHashMap<>();
+            j.put("iterations", st.curve());
+            j.put("steady", st.score());
+            j.put("settled", st.settled());
+            out.add(j);
+        }
         return out;
     }
 

@@ -7,7 +7,9 @@ import com.google.gson.JsonParser;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /** Reads the file JMH writes with {@code -rf json}. */
@@ -15,8 +17,17 @@ public final class JmhJson {
     private JmhJson() {
     }
 
-    /** One benchmark's result: its score, its percentiles (sample mode) and secondary metrics by name. */
-    public record Result(double score, Map<String, Double> percentiles, Map<String, Result> secondary) {
+    /**
+     * One benchmark's result: its score, its percentiles (sample mode), secondary metrics by name, and the
+     * score of each measured iteration of its first fork, in order (the warm-up curve when a run measures
+     * every iteration; empty when JMH wrote none).
+     */
+    public record Result(double score, Map<String, Double> percentiles, Map<String, Result> secondary,
+            List<Double> iterations) {
+        public Result(double score, Map<String, Double> percentiles, Map<String, Result> secondary) {
+            this(score, percentiles, secondary, List.of());
+        }
+
         /** The secondary metric whose name ends with {@code suffix} (JMH's gc profiler prefixes some). */
         public Result secondaryEndingWith(String suffix) {
             for (Map.Entry<String, Result> e : secondary.entrySet()) {
@@ -62,6 +73,12 @@ public final class JmhJson {
                 percentiles.put(p.getKey(), p.getValue().getAsDouble());
             }
         }
-        return new Result(m.get("score").getAsDouble(), percentiles, secondary);
+        List<Double> iterations = new ArrayList<>();
+        if (m.has("rawData") && !m.getAsJsonArray("rawData").isEmpty()) {
+            for (JsonElement v : m.getAsJsonArray("rawData").get(0).getAsJsonArray()) {
+                iterations.add(v.getAsDouble());
+            }
+        }
+        return new Result(m.get("score").getAsDouble(), percentiles, secondary, List.copyOf(iterations));
     }
 }
