@@ -266,17 +266,18 @@ public final class BenchReport {
             return;
         }
         List<String> unsettled = new ArrayList<>();
-        int iterations = 0;
+        java.util.TreeSet<Integer> lengths = new java.util.TreeSet<>();
         for (Map.Entry<String, List<SteadyState>> e : curves.entrySet()) {
-            iterations = Math.max(iterations, e.getValue().getFirst().curve().size());
+            e.getValue().forEach(st -> lengths.add(st.curve().size()));
             long n = e.getValue().stream().filter(st -> !st.settled()).count();
             if (n > 0) {
                 unsettled.add(e.getKey() + " (" + n + " of " + e.getValue().size() + ")");
             }
         }
-        sb.append(String.format(Locale.ROOT, "%nsteady state: every JMH score is the mean of the last %d of %d measured"
+        String of = lengths.size() == 1 ? String.valueOf(lengths.first()) : lengths.first() + " to " + lengths.last();
+        sb.append(String.format(Locale.ROOT, "%nsteady state: every JMH score is the mean of the last %d of %s measured"
                 + " iterations of its fork (the earlier ones are the warm-up curve, kept in --json); windows not"
-                + " settled within %.0f%%: %s%n", steadyWindow, iterations, SteadyState.SETTLED_WITHIN * 100,
+                + " settled within %.0f%%: %s%n", steadyWindow, of, SteadyState.SETTLED_WITHIN * 100,
                 unsettled.isEmpty() ? "none" : String.join(", ", unsettled)));
     }
 
