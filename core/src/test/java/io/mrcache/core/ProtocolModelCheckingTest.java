@@ -17,10 +17,10 @@ import org.junit.jupiter.api.Test;
 /**
  * The cache's protocol under Lincheck's model checker: every interleaving it explores of two threads, two
  * operations each, switching threads at the shared reads and writes (its bounds: {@link #options()}), with
- * invariant checks in the operations. A first cut of the model checking asked for: acquire, release and
- * invalidate on an unbounded cache over a recording registrar, and over one whose first deregistration of each
- * registration fails; eviction and close are not in it yet (docs/SAFETY-MODEL.md says what was tried; the
- * jcstress races and the model-based test cover them).
+ * invariant checks in the operations: acquire, release and invalidate on an unbounded cache over a recording
+ * registrar, and over one whose first deregistration of each registration fails. The windows these generated
+ * scenarios do not reach (eviction, the policy, close, two invalidations, the shared limit) have scenarios of
+ * their own in {@link WindowModelCheckingTest}.
  *
  * <p>Checks: {@code use(r)} acquires range r, and its lease's registration must be live (I2) and must have
  * begun after the last invalidation of r that returned (I1); {@code invalidate(r)} invalidates r, and when its
