@@ -4,6 +4,7 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import org.jspecify.annotations.Nullable;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -90,11 +91,11 @@ final class Deregistrar {
         if (failure == null) {
             metrics.deregistered(r.pinnedBytes);
             forget.accept(r);
-            r.deregistration().complete(null);
+            r.deregistered();
             return;
         }
         metrics.increment(CacheCounter.DEREGISTRATION_FAILURES);
-        CompletableFuture<Void> failedAttempt;
+        @Nullable CompletableFuture<Void> failedAttempt; // null: nobody waited for this attempt
         long timerDelay = -1;
         lock.lock();
         try {
@@ -109,9 +110,9 @@ final class Deregistrar {
         } finally {
             lock.unlock();
         }
-        if (CacheFault.COMPLETE_AFTER_FAILED_DEREGISTRATION.in(faults)) {
+        if (failedAttempt != null && CacheFault.COMPLETE_AFTER_FAILED_DEREGISTRATION.in(faults)) {
             failedAttempt.complete(null);
-        } else {
+        } else if (failedAttempt != null) {
             failedAttempt.completeExceptionally(DeregistrationException.of(r.registration, failure));
         }
         if (timerDelay >= 0) {

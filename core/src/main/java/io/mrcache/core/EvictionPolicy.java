@@ -6,7 +6,6 @@ import com.github.benmanes.caffeine.cache.Policy;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
@@ -294,8 +293,7 @@ final class EvictionPolicy {
                 metrics.increment(CacheCounter.EVICTIONS);
                 CacheEvents.evicted(r, "shared limit");
                 deregistrar.deregister(r);
-                CompletableFuture<Void> outcome = r.deregistration(); // a fresh one when the attempt failed
-                if (outcome.isDone() && !outcome.isCompletedExceptionally()) {
+                if (r.isDeregistered()) {
                     released += r.pinnedBytes; // a quarantined region still pins its pages: no room made
                 }
             }

@@ -68,6 +68,9 @@ final class Region {
     private static final VarHandle BASE;
     private static final VarHandle CELLS_ARRAY;
     private static final VarHandle DROPPED;
+    private static final VarHandle OUTCOME;
+    /** The outcome of every successful deregistration: one object for all regions. */
+    private static final CompletableFuture<Void> DEREGISTERED = CompletableFuture.completedFuture(null);
     private static final VarHandle CELLS = java.lang.invoke.MethodHandles.arrayElementVarHandle(long[].class);
 
     static {
@@ -77,6 +80,7 @@ final class Region {
             BASE = MethodHandles.lookup().findVarHandle(Region.class, "base", long.class);
             CELLS_ARRAY = MethodHandles.lookup().findVarHandle(Region.class, "cells", long[].class);
             DROPPED = MethodHandles.lookup().findVarHandle(Region.class, "droppedByPolicy", boolean.class);
+            OUTCOME = MethodHandles.lookup().findVarHandle(Region.class, "deregistration", CompletableFuture.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -98,9 +102,11 @@ final class Region {
     private final int hash;
     /**
      * The outcome of the next deregistration attempt: completes normally when the keys are dead, exceptionally
-     * when that attempt failed (a fresh one then stands for the retry). Replaced only under the cache's lock.
+     * when that attempt failed (a fresh one then stands for the retry). Made only when someone waits for it (an
+     * invalidation, close, a joiner): most regions are evicted or closed without a waiter, and an outcome nobody
+     * reads is 24 bytes per cached region. Null until then; {@link #DEREGISTERED} once the keys are dead.
      */
-    private volatile CompletableFuture<Void> deregistration = new CompletableFuture<>();
+    private volatile @Nullable CompletableFuture<Void> deregistration;
     /** Failed deregistration attempts so far (the retry's backoff grows with it); written under the lock. */
     int failedDeregistrations;
     /** Hits moved out of the cells before they could wrap (see {@link #HARVEST_AT}). */
@@ -536,22 +542,45 @@ final class Region {
     }
 
     boolean isDeregistered() {
-        CompletableFuture<Void> d = deregistration;
-        return d.isDone() && !d.isCompletedExceptionally();
-    }
-
-    /** The outcome of the next (or last successful) deregistration attempt; see {@link #deregistration}. */
-    CompletableFuture<Void> deregistration() {
-        return deregistration;
+        return deregistration == DEREGISTERED;
     }
 
     /**
-     * After a failed attempt: installs a fresh outcome for the retry and returns the failed attempt's, for the
-     * caller to complete exceptionally once it has let go of the lock. Under the cache's lock.
+     * The outcome of the next (or last successful) deregistration attempt; see {@link #deregistration}. Made
+     * here, by whichever caller comes first, when nobody has asked before.
      */
-    CompletableFuture<Void> startRetry() {
-        CompletableFuture<Void> failed = deregistration;
-        deregistration = new CompletableFuture<>();
+    CompletableFuture<Void> deregistration() {
+        CompletableFuture<Void> d = deregistration;
+        if (d != null) {
+            return d;
+        }
+        CompletableFuture<Void> fresh = new CompletableFuture<>();
+        @SuppressWarnings("unchecked")
+        CompletableFuture<Void> won = (CompletableFuture<Void>) OUTCOME.compareAndExchange(this, null, fresh);
+        return won == null ? fresh : won;
+    }
+
+    /**
+     * The keys are dead: completes the outcome that waiters hold, if any, and leaves {@link #DEREGISTERED} for
+     * later ones. A waiter that asks concurrently either installed its outcome first (completed here) or finds
+     * the sentinel.
+     */
+    void deregistered() {
+        @SuppressWarnings("unchecked")
+        CompletableFuture<Void> waited = (CompletableFuture<Void>) OUTCOME.getAndSet(this, DEREGISTERED);
+        if (waited != null) {
+            waited.complete(null);
+        }
+    }
+
+    /**
+     * After a failed attempt: leaves the retry's outcome to be made when asked for, and returns the failed
+     * attempt's (null when nobody waited), for the caller to complete exceptionally once it has let go of the
+     * lock. Under the cache's lock.
+     */
+    @Nullable CompletableFuture<Void> startRetry() {
+        @SuppressWarnings("unchecked")
+        CompletableFuture<Void> failed = (CompletableFuture<Void>) OUTCOME.getAndSet(this, null);
         failedDeregistrations++;
         return failed;
     }

@@ -87,16 +87,29 @@ class EdgesTest extends CacheTestSupport {
         assertTrue(r.toString().contains("live"), r.toString());
         assertTrue(r.retire());
         assertTrue(r.toString().contains("retired"), r.toString());
-        r.deregistration().complete(null);
+        CompletableFuture<Void> waiter = r.deregistration();
+        assertSame(waiter, r.deregistration(), "one outcome for every waiter of an attempt");
+        assertFalse(waiter.isDone());
+        r.deregistered();
+        assertTrue(waiter.isDone() && !waiter.isCompletedExceptionally(), "the waiter learns the keys are dead");
         assertTrue(r.toString().contains("deregistered"), r.toString());
         assertTrue(r.isDeregistered());
+        assertTrue(r.deregistration().isDone(), "a later waiter finds it done");
         Region failed = region(BASE, PAGE, LOCAL_WRITE);
         failed.retire();
+        CompletableFuture<Void> waited = failed.deregistration();
         CompletableFuture<Void> attempt = failed.startRetry();
+        assertSame(waited, attempt, "the failed attempt's outcome is the one its waiters hold");
         attempt.completeExceptionally(new IllegalStateException("refused"));
         assertFalse(failed.isDeregistered(), "a failed attempt is not a deregistration");
+        assertFalse(failed.deregistration().isDone(), "the retry has an outcome of its own");
         assertEquals(1, failed.failedDeregistrations);
         assertFalse(failed.isLive());
+        Region unwatched = region(BASE, PAGE, LOCAL_WRITE);
+        unwatched.retire();
+        assertNull(unwatched.startRetry(), "nobody waited: no outcome was made");
+        unwatched.deregistered();
+        assertTrue(unwatched.isDeregistered());
     }
 
     @Test
