@@ -923,4 +923,79 @@ class EdgesTest extends CacheTestSupport {
         }
         registrar.assertBalanced();
     }
+
+    @Test
+    void aThreadWhoseCellIsContendedMovesToTheNextAndThreadsSpreadOverTheCells() throws InterruptedException {
+        long id = 0x5EED_0001L;
+        int before = LeaseStripes.of(id);
+        LeaseStripes.contended(id);
+        assertEquals((before + 1) & (LeaseStripes.STRIPES - 1), LeaseStripes.of(id), "the next cell, wrapping");
+        java.util.Set<Integer> cells = new java.util.HashSet<>();
+        for (long t = 1; t <= 256; t++) {
+            int c = LeaseStripes.of(t);
+            assertTrue(c >= 0 && c < LeaseStripes.STRIPES, "cell " + c);
+            cells.add(c);
+        }
+        assertEquals(LeaseStripes.STRIPES, cells.size(), "256 thread ids use every cell");
+        int[] seen = new int[2];
+        for (int tries = 0; tries < 64 && seen[1] == 0; tries++) { // a thread whose cell is not 0
+            Thread th = new Thread(() -> {
+                int own = LeaseStripes.of(Thread.currentThread().threadId());
+                if (own != 0) {
+                    seen[0] = LeaseStripes.current() == own ? 1 : -1;
+                    seen[1] = 1;
+                }
+            });
+            th.start();
+            th.join();
+        }
+        assertEquals(1, seen[0], "current() is the calling thread's own cell");
+    }
+
+    @Test
+    void theFaultOnlyClaimsOfTheBrokenVariantsClaimOnlyIdleLiveRegions() {
+        Region idle = region(BASE, PAGE, LOCAL_WRITE);
+        assertTrue(idle.retireIdleWithoutMarkForFault(), "idle and live: claimed");
+        assertFalse(idle.isLive());
+        assertFalse(idle.retireIdleWithoutMarkForFault(), "retired already");
+        Region leased = region(BASE, PAGE, LOCAL_WRITE);
+        int slot = leased.tryRetain(0);
+        assertTrue(slot >= 0);
+        assertFalse(leased.retireIdleWithoutMarkForFault(), "leased: left alone");
+        assertTrue(leased.isLive());
+        assertFalse(leased.retireSummingFirstForFault(), "leased: retired, but the last release deregisters");
+        assertFalse(leased.isLive());
+        assertTrue(leased.release(slot), "and the release is the one that must deregister");
+        Region other = region(BASE, PAGE, LOCAL_WRITE);
+        assertTrue(other.retireSummingFirstForFault(), "idle: retired and claimed");
+        assertFalse(other.isLive());
+        assertFalse(other.retireSummingFirstForFault(), "claimed once");
+    }
+
+    @Test
+    void registrationsThatDifferInAnyOneFieldHashApart() {
+        int n = 4_096;
+        java.util.List<java.util.function.LongFunction<Registration>> variations = java.util.List.of(
+                i -> new Registration(BASE + i * PAGE, PAGE, LOCAL_WRITE, 1, 1, 7, 1),
+                i -> new Registration(BASE, PAGE * (i + 1), LOCAL_WRITE, 1, 1, 7, 1),
+                i -> new Registration(BASE, PAGE, LOCAL_WRITE, (int) i, 1, 7, 1),
+                i -> new Registration(BASE, PAGE, LOCAL_WRITE, 1, (int) i, 7, 1),
+                i -> new Registration(BASE, PAGE, LOCAL_WRITE, 1, 1, 7, i));
+        for (var v : variations) {
+            java.util.Set<Integer> hashes = new java.util.HashSet<>();
+            java.util.Set<Integer> low = new java.util.HashSet<>();
+            for (long i = 0; i < n; i++) {
+                int h = new Region(v.apply(i), PAGE, 0).hashCode();
+                hashes.add(h);
+                low.add(h & 1023); // what a 1,024-bucket hash table uses
+            }
+            assertTrue(hashes.size() >= n - 2, "distinct hashes: " + hashes.size() + " of " + n);
+            assertTrue(low.size() >= 1024 * 9 / 10, "low bits spread over " + low.size() + " of 1024 buckets");
+        }
+        java.util.Set<Integer> byAccess = new java.util.HashSet<>();
+        for (int a : new int[] {LOCAL_READ, LOCAL_WRITE, LOCAL_WRITE | REMOTE_READ, LOCAL_WRITE | REMOTE_WRITE}) {
+            byAccess.add(new Region(new Registration(BASE, PAGE, a, 1, 1, 7, 1), PAGE, 0).hashCode());
+        }
+        assertEquals(4, byAccess.size(), "rights alone tell registrations apart");
+    }
 }

@@ -89,4 +89,46 @@ class FrontTableTest extends CacheTestSupport {
         }
         cache.close();
     }
+
+    @Test
+    void aPairHoldsTheLastTwoLiveRegionsOfItsChunkAndServesOnlyWhatTheyCover() {
+        FrontTable t = new FrontTable();
+        Region older = EdgesTest.region(BASE, CHUNK, LOCAL_WRITE);
+        Region newer = EdgesTest.region(BASE, CHUNK / 2, LOCAL_WRITE);
+        t.remember(BASE, older);
+        t.remember(BASE, newer);
+        t.remember(BASE, newer); // already first: nothing moves
+        assertSame(newer, t.find(BASE, BASE + CHUNK / 2, LOCAL_WRITE, false), "the first way, its exact range");
+        assertSame(older, t.find(BASE, BASE + CHUNK, LOCAL_WRITE, false), "the second way, its exact range");
+        assertSame(older, t.find(BASE + CHUNK / 2, BASE + CHUNK, LOCAL_WRITE, false));
+        assertNull(t.find(BASE, BASE + CHUNK + 1, LOCAL_WRITE, false), "past both regions' ends");
+        assertNull(t.find(BASE - 1, BASE + 1, LOCAL_WRITE, false), "before both starts");
+        assertNull(t.find(BASE, BASE + 1, Access.REMOTE_READ, false), "rights neither grants");
+
+        Region third = EdgesTest.region(BASE, CHUNK / 4, LOCAL_WRITE);
+        newer.retire();
+        t.remember(BASE, third); // a retired first way is dropped, not moved to the second
+        assertSame(third, t.find(BASE, BASE + CHUNK / 4, LOCAL_WRITE, false));
+        assertSame(older, t.find(BASE, BASE + CHUNK, LOCAL_WRITE, false), "the second way kept the older live one");
+    }
+
+    @Test
+    void theTableShrinksAtASixteenthAndNeverChurnsAtItsSmallestSize() {
+        FrontTable t = new FrontTable();
+        t.fit(10_000); // 1 << 16 slots
+        t.fit(1_025); // just above a sixteenth of four slots per region
+        assertEquals(1 << 16, t.length());
+        t.fit(1_024);
+        assertEquals(FrontTable.MIN_SLOTS, t.length());
+        Region r = EdgesTest.region(BASE, CHUNK, LOCAL_WRITE);
+        t.remember(BASE, r);
+        t.fit(0); // already as small as it gets: the same table, its hints kept
+        t.fit(FrontTable.MIN_SLOTS / FrontTable.SLOTS_PER_REGION);
+        assertSame(r, t.find(BASE, BASE + CHUNK, LOCAL_WRITE, false));
+        t.fit(FrontTable.MIN_SLOTS / FrontTable.SLOTS_PER_REGION + 1);
+        assertEquals(FrontTable.MIN_SLOTS * 2, t.length());
+        assertEquals(FrontTable.MAX_SLOTS, FrontTable.sizeFor(FrontTable.MAX_SLOTS / FrontTable.SLOTS_PER_REGION));
+        assertEquals(FrontTable.MAX_SLOTS, FrontTable.sizeFor(FrontTable.MAX_SLOTS / FrontTable.SLOTS_PER_REGION + 1));
+        assertEquals(FrontTable.MAX_SLOTS / 2, FrontTable.sizeFor(FrontTable.MAX_SLOTS / FrontTable.SLOTS_PER_REGION / 2));
+    }
 }

@@ -38,6 +38,10 @@ public final class BenchReport {
     static final double SCALE_MISS_TARGET = 1.0;
     /** Heap bytes per cached region, at most this many times UCX's. */
     static final double FOOTPRINT_TARGET = 1.5;
+    /** W4's cost per operation and thread on two threads, at most this many times its cost on one. */
+    static final double W4_TWO_THREAD_COST_TARGET = 2.0;
+    /** W6's p99 hit latency, in ns, at most this. */
+    static final double W6_P99_TARGET_NS = 1000;
     private static final String[] W6_PERCENTILES = {"50.0", "99.0", "99.9", "100.0"};
 
     private final Map<String, Series> mine = new LinkedHashMap<>();
@@ -192,7 +196,14 @@ public final class BenchReport {
         if (!w6.isEmpty()) {
             sb.append(String.format(Locale.ROOT, "%-46s p50 %s, p99 %s, p99.9 %s, max %s ns (target p99 <= 1000 ns: %s)%n",
                     "W6 hit latency while another thread misses", stats(w6.get("50.0")), stats(w6.get("99.0")),
-                    stats(w6.get("99.9")), stats(w6.get("100.0")), w6.get("99.0").median() <= 1000 ? "met" : "not met"));
+                    stats(w6.get("99.9")), stats(w6.get("100.0")),
+                    w6.get("99.0").median() <= W6_P99_TARGET_NS ? "met" : "not met"));
+        }
+        double w4Cost = w4TwoThreadCost();
+        if (!Double.isNaN(w4Cost)) {
+            sb.append(String.format(Locale.ROOT, "%-46s %.2fx one thread's cost per operation (target <= %.0fx: %s)%n",
+                    "W4 per thread, 2 threads against 1", w4Cost, W4_TWO_THREAD_COST_TARGET,
+                    w4Cost <= W4_TWO_THREAD_COST_TARGET ? "met" : "not met"));
         }
         if (!w6Attribution.isEmpty()) {
             sb.append(String.format(Locale.ROOT, "%-46s %s%n", "W6 slow hits attributed (JFR, schedstat)",
@@ -226,6 +237,42 @@ public final class BenchReport {
                 mineShares.size(), shares(mineShares), shares(ucxShares), CpuShare.DISTURBED_ABOVE * 100));
         sb.append("2-thread ratios compare total throughput (UCX ns per op per thread over mrcache's)\n");
         return sb.toString();
+    }
+
+    /** mrcache's W4 median per operation and thread on two threads over its median on one; NaN without both. */
+    private double w4TwoThreadCost() {
+        Series one = mine.get("w4Mixed1t");
+        Series two = mine.get("w4Mixed2t");
+        return one == null || two == null ? Double.NaN : two.median() / one.median();
+    }
+
+    /**
+     * The targets that have no row of their own with a met flag, for a script that checks every target: W4's
+     * two-thread cost, W6's p99, and the hit path's allocation (its difference from the no-call baseline).
+     */
+    private List<Object> checksJson() {
+        List<Object> checks = new ArrayList<>();
+        double w4Cost = w4TwoThreadCost();
+        if (!Double.isNaN(w4Cost)) {
+            checks.add(check("W4 per thread, 2 threads against 1 (x)", w4Cost, W4_TWO_THREAD_COST_TARGET));
+        }
+        Series p99 = w6.get("99.0");
+        if (p99 != null) {
+            checks.add(check("W6 hit latency p99 (ns)", p99.median(), W6_P99_TARGET_NS));
+        }
+        if (!Double.isNaN(allocationPerHit)) {
+            checks.add(check("W1 allocation per hit over the baseline (bytes)", allocationPerHit - allocationBaseline, 0));
+        }
+        return checks;
+    }
+
+    private static Map<String, Object> check(String name, double value, double atMost) {
+        Map<String, Object> j = new LinkedHashMap<>();
+        j.put("name", name);
+        j.put("value", value);
+        j.put("target", atMost);
+        j.put("met", value <= atMost);
+        return j;
     }
 
     private static String metText(Series m, Series u, double target) {
@@ -371,6 +418,7 @@ public final class BenchReport {
         out.put("w6Attribution", w6Attribution);
         out.put("allocationBytesPerHit", allocationPerHit);
         out.put("allocationBytesBaseline", allocationBaseline);
+        out.put("checks", checksJson());
         out.put("notes", List.copyOf(notes));
         return out;
     }

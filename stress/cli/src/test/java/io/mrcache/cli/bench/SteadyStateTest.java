@@ -73,6 +73,22 @@ class SteadyStateTest {
                 + "\"met\":false}]"), text);
     }
 
+    @Test
+    void theTargetsWithoutARowOfTheirOwnAreChecksInTheJson() {
+        BenchReport report = new BenchReport(3);
+        report.addJmh(Map.of("w4Mixed1t", result(170.0), "w4Mixed2t", result(1870.0)), 0.0);
+        String line = report.table().lines().filter(l -> l.startsWith("W4 per thread")).findFirst().orElseThrow();
+        assertTrue(line.contains("11.00x") && line.contains("target <= 2x: not met"), line);
+        String text = io.mrcache.cli.JsonForTest.write(report.json());
+        assertTrue(text.contains("\"checks\":[{\"name\":\"W4 per thread, 2 threads against 1 (x)\",\"value\":11.0,"
+                + "\"target\":2.0,\"met\":false}]"), text);
+
+        BenchReport twoOk = new BenchReport(3);
+        twoOk.addJmh(Map.of("w4Mixed1t", result(170.0), "w4Mixed2t", result(340.0)), 0.0);
+        assertTrue(io.mrcache.cli.JsonForTest.write(twoOk.json()).contains("\"value\":2.0,\"target\":2.0,\"met\":true"),
+                "twice one thread's cost is within the target");
+    }
+
     private static JmhJson.Result result(double v) {
         return new JmhJson.Result(v, Map.of(), Map.of(), List.of(v, v, v));
     }
