@@ -4,11 +4,11 @@ import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import org.jspecify.annotations.Nullable;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Makes each deregistration attempt of a retired region, and keeps the ones that fail. Never throws: whatever
@@ -110,10 +110,12 @@ final class Deregistrar {
         } finally {
             lock.unlock();
         }
-        if (failedAttempt != null && CacheFault.COMPLETE_AFTER_FAILED_DEREGISTRATION.in(faults)) {
-            failedAttempt.complete(null);
-        } else if (failedAttempt != null) {
-            failedAttempt.completeExceptionally(DeregistrationException.of(r.registration, failure));
+        if (failedAttempt != null) {
+            if (CacheFault.COMPLETE_AFTER_FAILED_DEREGISTRATION.in(faults)) {
+                failedAttempt.complete(null);
+            } else {
+                failedAttempt.completeExceptionally(DeregistrationException.of(r.registration, failure));
+            }
         }
         if (timerDelay >= 0) {
             scheduleTimer(timerDelay);

@@ -39,18 +39,8 @@ class ProtocolModelCheckingTest {
     /** One cache and its registrar, checked by Lincheck; subclasses choose the deliberate bug, if any. */
     @Param(name = "range", gen = IntGen.class, conf = "0:1")
     public abstract static class Scenario {
-        final AtomicLong sequence = new AtomicLong();
-        final ConcurrentHashMap<Long, Long> began = new ConcurrentHashMap<>();
         final RecordingRegistrar recording = new RecordingRegistrar();
-        final ForwardingRegistrar registrar = new ForwardingRegistrar(recording) {
-            @Override
-            public Registration register(long address, long length, int access) {
-                long s = sequence.incrementAndGet(); // begun: before the registrar's own work
-                Registration r = super.register(address, length, access);
-                began.put(r.handle(), s);
-                return r;
-            }
-        };
+        final StartRecordingRegistrar registrar = new StartRecordingRegistrar(recording);
         /** Per range, the sequence when the last invalidation that returned began. */
         final AtomicLongArray invalidatedAt = new AtomicLongArray(2);
         final AtomicLong i3Violations = new AtomicLong();
@@ -69,26 +59,17 @@ class ProtocolModelCheckingTest {
         public boolean use(@Param(name = "range") int r) {
             long floor = invalidatedAt.get(r);
             try (Lease l = cache.acquire(BASE + r * PAGE, PAGE, Access.LOCAL_WRITE)) {
-                return began.get(l.registration().handle()) > floor && recording.isLive(l.registration());
+                return registrar.began(l.registration()) > floor && recording.isLive(l.registration());
             }
         }
 
         @Operation
         public boolean invalidate(@Param(name = "range") int r) {
-            long s = sequence.get();
+            long s = registrar.now();
             long from = BASE + r * PAGE;
             cache.invalidate(from, PAGE).whenComplete((ok, failure) -> {
                 if (failure == null) {
-                    for (Registration live : recording.live()) {
-                        // a registration whose start is not recorded yet is between the registrar's return and
-                        // began.put: one in flight since before this invalidation would have been waited for
-                        // (doomed, the stage waits for its settlement, which comes after began.put), so it
-                        // began after (stress mode found the harness counting it as before)
-                        if (live.address() < from + PAGE && live.end() > from
-                                && began.getOrDefault(live.handle(), Long.MAX_VALUE) <= s) {
-                            i3Violations.incrementAndGet();
-                        }
-                    }
+                    i3Violations.addAndGet(registrar.liveBegunBy(s, from, from + PAGE).size());
                 }
             });
             invalidatedAt.accumulateAndGet(r, s, Math::max);

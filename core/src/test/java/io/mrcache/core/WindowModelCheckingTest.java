@@ -11,7 +11,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.jetbrains.kotlinx.lincheck.Actor;
 import org.jetbrains.kotlinx.lincheck.execution.ExecutionScenario;
@@ -74,22 +73,12 @@ class WindowModelCheckingTest {
 
     /** One cache (or two tenants' caches) over one recording registrar, and the checks; subclasses choose the bounds and the bug. */
     public abstract static class Window {
-        final AtomicLong sequence = new AtomicLong();
-        final ConcurrentHashMap<Long, Long> began = new ConcurrentHashMap<>();
         /** Leases the scenario holds, per registration handle. */
         final ConcurrentHashMap<Long, Integer> leased = new ConcurrentHashMap<>();
         final AtomicReferenceArray<Lease> held = new AtomicReferenceArray<>(3);
         final List<String> violations = new CopyOnWriteArrayList<>();
         final RecordingRegistrar recording = new RecordingRegistrar();
-        final Registrar registrar = new ForwardingRegistrar(recording) {
-            @Override
-            public Registration register(long address, long length, int access) {
-                long s = sequence.incrementAndGet(); // begun: before the registrar's own work
-                Registration r = super.register(address, length, access);
-                began.put(r.handle(), s);
-                return r;
-            }
-
+        final StartRecordingRegistrar registrar = new StartRecordingRegistrar(recording) {
             @Override
             public void deregister(Registration registration) {
                 if (leased.getOrDefault(registration.handle(), 0) > 0) {
@@ -169,20 +158,13 @@ class WindowModelCheckingTest {
 
         @Operation
         public String invalidate(int r) {
-            long s = sequence.get();
+            long s = registrar.now();
             long from = BASE + r * PAGE;
             caches[r].invalidate(from, PAGE).whenComplete((ok, failure) -> {
                 if (failure == null) {
-                    for (Registration live : recording.live()) {
-                        // a registration whose start is not recorded yet is between the registrar's return and
-                        // began.put: one in flight since before this invalidation would have been waited for
-                        // (doomed, the stage waits for its settlement, which comes after began.put), so it
-                        // began after (stress mode found the harness counting it as before)
-                        if (live.address() < from + PAGE && live.end() > from
-                                && began.getOrDefault(live.handle(), Long.MAX_VALUE) <= s) {
-                            violations.add("I3: the stage of invalidate(range " + r + ") completed while " + live
-                                    + ", begun before it, was live");
-                        }
+                    for (Registration live : registrar.liveBegunBy(s, from, from + PAGE)) {
+                        violations.add("I3: the stage of invalidate(range " + r + ") completed while " + live
+                                + ", begun before it, was live");
                     }
                 }
             });
