@@ -2,6 +2,7 @@ package io.mrcache.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -267,13 +268,14 @@ class MainTest {
         report.addJmh(java.util.Map.of("w1HitExact1t", new io.mrcache.cli.bench.JmhJson.Result(50.0,
                 java.util.Map.of(), java.util.Map.of())), 0.40); // another process took 40% of the machine
         report.addUcx(java.util.List.of("# UCX rcache_check_pfn=0, rcache flags 0", "w1HitExact1t 40.0 1.000"), 0.0);
-        report.allocation(0.5, 0.5);
+        report.allocation(0.5, 0.5, 2.0);
         String json = Json.write(report.json());
         assertTrue(json.startsWith("{\"repeats\":2,"), json);
         assertTrue(json.contains("\"benchmark\":\"w1HitExact1t\",\"unit\":\"ns per op per thread\","
                 + "\"mrcache\":{\"values\":[10.0,50.0],\"kept\":[10.0],\"median\":10.0},"
                 + "\"ucx\":{\"values\":[40.0],\"kept\":[40.0],\"median\":40.0},\"ratio\":0.25"), json);
-        assertTrue(json.contains("\"allocationBytesPerHit\":0.5,\"allocationBytesBaseline\":0.5"), json);
+        assertTrue(json.contains("\"allocationBytesPerHit\":0.5,\"allocationBytesBaseline\":0.5,"
+                + "\"allocationBytesLastIterationWithTeardown\":2.0"), json);
         String table = report.table();
         assertTrue(table.contains("10.0/10.0/10.0 (-1)"), "the disturbed repeat is left out and counted:\n" + table);
         assertTrue(table.contains("0.25x") && table.contains("UCX: UCX rcache_check_pfn=0"), table);
@@ -286,12 +288,17 @@ class MainTest {
         java.nio.file.Files.writeString(results, """
                 [{"benchmark":"io.mrcache.bench.CacheBenchmarks.scaleHit","params":{"regions":"1024"},
                   "primaryMetric":{"score":21.5,"scorePercentiles":{"50.0":21.0}},
-                  "secondaryMetrics":{"gc.alloc.rate.norm":{"score":0.25}}},
+                  "secondaryMetrics":{"gc.alloc.rate.norm":{"score":0.25,"rawData":[[0.0001,0.0003,0.7]]}}},
                  {"benchmark":"io.mrcache.bench.CacheBenchmarks.w6","primaryMetric":{"score":1.0},
                   "secondaryMetrics":{"w6Hit":{"score":2.0,"scorePercentiles":{"99.9":900.0}}}}]""");
         var r = io.mrcache.cli.bench.JmhJson.read(results);
         assertEquals(21.5, r.get("scaleHit:1024").score());
         assertEquals(0.25, r.get("scaleHit:1024").secondaryEndingWith("gc.alloc.rate.norm").score());
+        assertEquals(0.0002, r.get("scaleHit:1024").secondaryEndingWith("gc.alloc.rate.norm").meanBeforeLast(), 1e-12,
+                "the last iteration, which runs the trial's teardown, is left out");
+        IllegalStateException one = assertThrows(IllegalStateException.class,
+                () -> r.get("w6").secondary().get("w6Hit").meanBeforeLast());
+        assertTrue(one.getMessage().contains("at least two") && one.getMessage().contains("-i 2"), one.getMessage());
         assertEquals(900.0, r.get("w6").secondary().get("w6Hit").percentiles().get("99.9"));
         java.nio.file.Path doc = dir.resolve("doc.md");
         java.nio.file.Files.writeString(doc, "# head\n" + BenchCommand.DOC_BEGIN + "\nold\n" + BenchCommand.DOC_END

@@ -53,6 +53,7 @@ public final class BenchReport {
     private Map<String, Object> w6Attribution = Map.of();
     private double allocationPerHit = Double.NaN;
     private double allocationBaseline = Double.NaN;
+    private double allocationLastIteration = Double.NaN;
     /** Iterations each steady-state score averages (0: JMH's own score, after its warm-up iterations). */
     private final int steadyWindow;
     /** Each benchmark's curve per repeat, and whether its window settled. */
@@ -152,10 +153,14 @@ public final class BenchReport {
         this.w6Attribution = result;
     }
 
-    /** Bytes allocated per operation of W1 and of the baseline that makes no cache call (JMH gc profiler). */
-    public void allocation(double perHit, double baseline) {
+    /**
+     * Bytes allocated per operation of W1 and of the baseline that makes no cache call (JMH gc profiler, the
+     * iterations before the last), and W1's last iteration, which also counts the trial's teardown.
+     */
+    public void allocation(double perHit, double baseline, double lastIteration) {
         this.allocationPerHit = perHit;
         this.allocationBaseline = baseline;
+        this.allocationLastIteration = lastIteration;
     }
 
     private static String ucxName(String[] row) {
@@ -209,9 +214,10 @@ public final class BenchReport {
             sb.append(String.format(Locale.ROOT, "%-46s %s%n", "W6 slow hits attributed (JFR, schedstat)",
                     W6Attribution.describe(w6Attribution)));
         }
-        sb.append(String.format(Locale.ROOT, "%-46s %.3f bytes per acquire+release; baseline with no cache call %.3f;"
-                + " difference %.3f (JMH gc profiler; target 0)%n", "allocation on the hit path (W1)", allocationPerHit,
-                allocationBaseline, allocationPerHit - allocationBaseline));
+        sb.append(String.format(Locale.ROOT, "%-46s %.4f bytes per acquire+release; baseline with no cache call %.4f;"
+                + " difference %.4f (JMH gc profiler, iterations before the last; target 0); the last iteration,"
+                + " which also runs the trial's teardown (the cache's close): %.4f%n", "allocation on the hit path (W1)",
+                allocationPerHit, allocationBaseline, allocationPerHit - allocationBaseline, allocationLastIteration));
         sb.append(String.format(Locale.ROOT, "%nscaling: ns per op, 1 thread, with N cached 64 KiB regions%n"));
         sb.append(String.format(Locale.ROOT, "%-8s %-22s %-22s %7s %-4s  %-22s %-22s %7s %s%n", "N", "hit mrcache",
                 "hit UCX", "ratio", "met", "miss+inval mrcache", "miss+inval UCX", "ratio", "met"));
@@ -418,6 +424,7 @@ public final class BenchReport {
         out.put("w6Attribution", w6Attribution);
         out.put("allocationBytesPerHit", allocationPerHit);
         out.put("allocationBytesBaseline", allocationBaseline);
+        out.put("allocationBytesLastIterationWithTeardown", allocationLastIteration);
         out.put("checks", checksJson());
         out.put("notes", List.copyOf(notes));
         return out;

@@ -37,6 +37,21 @@ public final class JmhJson {
             }
             throw new IllegalStateException("no secondary metric ending with " + suffix + " in " + secondary.keySet());
         }
+
+        /**
+         * The mean of the measured iterations before the last: the last one of a trial also runs its
+         * {@code @TearDown}, which JMH's profilers count with it.
+         *
+         * @throws IllegalStateException when fewer than two iterations were recorded
+         */
+        public double meanBeforeLast() {
+            if (iterations.size() < 2) {
+                throw new IllegalStateException("needs at least two measured iterations, has " + iterations
+                        + ": run JMH with -i 2 or more");
+            }
+            return iterations.subList(0, iterations.size() - 1).stream().mapToDouble(Double::doubleValue).average()
+                    .orElseThrow();
+        }
     }
 
     /**
