@@ -40,8 +40,9 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <h2>Concurrency</h2>
- * <p>Read without a lock: {@link #index}, an immutable {@link RegionIndex} published through a volatile
- * field, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and striped lease cells. A
+ * <p>The tables live in {@link RegionTables}: the index, the retiring index, the in-flight registrations,
+ * the front table and the lock. Read without a lock: the index, an immutable {@link RegionIndex} published
+ * through a volatile field, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and striped lease cells. A
  * hit is a probe of the {@link FrontTable} (a hint for repeated requests; where it has no answer, one volatile
  * read of the index and a walk down its B+-tree, a branch-free binary search over each node's arrays, two or
  * three nodes deep at thousands of regions), then one atomic add on the calling thread's lease cell of the
@@ -50,9 +51,9 @@ import org.jspecify.annotations.Nullable;
  * index, is only ever retained through that same check. Two threads hitting the same region write different
  * cache lines.
  *
- * <p>Written under {@link #lock} only: the index, the index of retired-but-not-yet-deregistered regions
- * ({@link #retiring}) and the list of in-flight registrations ({@link #pending}), and the deregistrar's
- * quarantine. No registrar call is ever made under the lock: {@code register}/{@code deregister} run outside
+ * <p>Written under the lock ({@link RegionTables#lock}) only: the index, the index of
+ * retired-but-not-yet-deregistered regions (the retiring index) and the list of in-flight registrations, and
+ * the deregistrar's quarantine. No registrar call is ever made under the lock: {@code register}/{@code deregister} run outside
  * it, so a slow {@code ibv_reg_mr} never blocks hits, other misses' planning, or free hooks. The one
  * eviction-policy call under the lock is a publication's (Caffeine's put, which evicts inline on the calling
  * thread; its listener only claims idle victims and takes none of the cache's locks), so that the victims
@@ -66,8 +67,8 @@ import org.jspecify.annotations.Nullable;
  * word, and the retirer sets the bit before it reads the cells: either the reader saw the region live (its
  * lease is then in the retirer's sum, and the deregistration waits for its release: I2, I3) or it sees
  * RETIRED, backs off and retries on the slow path, which sees the new index. So once {@code invalidate(r)} has returned, an acquire that
- * starts later can neither find nor retain a region retired by it (I1). A miss registers an entry of
- * {@link #pending} added under the lock; {@code invalidate} marks every overlapping pending entry doomed
+ * starts later can neither find nor retain a region retired by it (I1). A miss registers an in-flight
+ * entry added under the lock; {@code invalidate} marks every overlapping pending entry doomed
  * under the same lock; the owner checks the mark under the lock before publishing. Hence a registration
  * that overlaps an invalidation which took the lock after the registration was planned is never published
  * (H4) and is deregistered before the invalidation's stage completes.
@@ -80,10 +81,10 @@ import org.jspecify.annotations.Nullable;
  * drawn in {@link Region}'s comment; the jcstress races exercise each side of it.
  *
  * <p>Free-hook fast path. {@code invalidate} of a range that nothing overlaps takes no lock and allocates
- * nothing: it reads {@link #pendingCount}, then {@link #index}, then {@link #retiring}. Writers publish in
- * the opposite order (a published region enters the index before it leaves the pending count; a retired
- * region enters {@code retiring} before it leaves the index), so a region that existed when the invalidate
- * began is seen by one of the three reads.
+ * nothing: it reads the in-flight count, then the index, then the retiring index. Writers publish in the
+ * opposite order (a published region enters the index before it leaves the in-flight count; a retired region
+ * enters the retiring index before it leaves the index), so a region that existed when the invalidate began
+ * is seen by one of the three reads ({@link RegionTables#nothingOverlaps}).
  *
  * <h2>Failure paths</h2>
  * <ul>
@@ -125,14 +126,16 @@ import org.jspecify.annotations.Nullable;
  * call; all are deregistered outside every lock.
  *
  * <h2>Where the parts live</h2>
- * <p>This class keeps the API and the protocol above: what happens under {@link #lock}, and in which order.
- * {@link MissPlanner} decides what a miss registers; {@link RegistrationRecovery} calls the registrar and
- * recovers from ENOMEM and refused widening; {@link Deregistrar} makes each deregistration attempt and keeps
- * the quarantine; {@link EvictionPolicy} is the Caffeine adapter and the budget walk; {@link Region} holds
- * the lease and lifecycle word; {@link RegionIndex} the immutable index. The class is longer than the
- * project's 400-line guide because this comment (the single home of the concurrency argument, about 130
- * lines) and the public {@link Builder} (about 130) live here; the protocol itself, close with its timeout
- * report included, is about 570 lines.
+ * <p>This class keeps the API and the protocol above: what happens under the lock, and in which order.
+ * {@link RegionTables} holds what the protocol moves (the index, the retiring index, the in-flight
+ * registrations, the front table, the lock) and does each publication and retirement in the order this
+ * comment relies on; {@link MissPlanner} decides what a miss registers; {@link RegistrationRecovery} calls
+ * the registrar and recovers from ENOMEM and refused widening; {@link Deregistrar} makes each deregistration
+ * attempt and keeps the quarantine; {@link EvictionPolicy} is the Caffeine adapter and the budget walk;
+ * {@link Region} holds the lease and lifecycle word; {@link RegionIndex} the immutable index;
+ * {@link CloseTimeoutReport} says what a timed-out close waits for. The class is longer than the project's
+ * 400-line guide because this comment (the single home of the concurrency argument, about 120 lines) and the
+ * public {@link Builder} (about 130) live here; the protocol itself is about 520 lines.
  *
  * <p>References: UCX {@code src/ucs/memory/rcache.c} (merging, access union, deferred deregistration),
  * Caffeine {@code BoundedLocalCache} (the layout of this comment), {@code docs/SAFETY-MODEL.md} (the
@@ -162,24 +165,10 @@ public final class RegistrationCache implements AutoCloseable {
     private final Deregistrar deregistrar;
     private final EvictionPolicy eviction;
 
-    private final ReentrantLock lock = new SpinningLock();
-    /** A hint for repeated requests, checked before the index; see {@link FrontTable} for why it is safe. */
-    private final FrontTable front = new FrontTable();
-    /** Published regions: read without a lock, replaced under {@link #lock}. */
-    private volatile RegionIndex index = RegionIndex.EMPTY;
-    /**
-     * Retired regions not yet deregistered (leased, being deregistered, or quarantined), and deregistered ones
-     * until the next writer drops them ({@link #dropDeregistered()}); as {@link #index}.
-     */
-    private volatile RegionIndex retiring = RegionIndex.EMPTY;
-    @GuardedBy("lock")
-    private final List<PendingRegistration> pending = new ArrayList<>();
-    /** Deregistered regions still in {@link #retiring}, until the next writer drops them. */
-    private final RegionHandoff deregistered = new RegionHandoff();
-    /** {@code pending.size()}, for the free-hook fast path's lock-free read. */
-    private volatile int pendingCount;
+    /** The index, the retiring index, the in-flight registrations, the front table, and the lock. */
+    private final RegionTables tables;
     private volatile boolean closed;
-    @GuardedBy("lock")
+    @GuardedBy("tables.lock")
     private @Nullable CompletableFuture<Void> closeCompletion;
     /** Close's stage failed (keys were live): the owned registrar is closed by the retry that ends it. */
     private volatile boolean closeMetAFailedDeregistration;
@@ -200,6 +189,8 @@ public final class RegistrationCache implements AutoCloseable {
         this.leakDetector = b.leakDetection == LeakDetection.DISABLED ? null
                 : new LeakDetector(b.leakListener, () -> metrics.increment(CacheCounter.LEAKED_LEASES), b.leakDetection);
         this.ownsRegistrar = b.ownsRegistrar;
+        this.tables = new RegionTables(metrics, faults, widenRemote);
+        ReentrantLock lock = tables.lock;
         this.planner = new MissPlanner(alignment, b.mergePolicy, widenRemote);
         this.deregistrar = new Deregistrar(registrar, metrics, b.retry, faults, lock, b.retryClock,
                 this::forgetDeregistered);
@@ -232,7 +223,7 @@ public final class RegistrationCache implements AutoCloseable {
         long end = AddressRange.checkedEnd("acquire", address, length);
         Access.validate(access);
         int stripe = Region.stripe();
-        Region r = front.find(address, end, access, widenRemote);
+        Region r = tables.hint(address, end, access);
         int slot = r == null ? Region.NOT_RETAINED : retainHit(r, stripe);
         if (r == null || slot < 0) {
             Retained got = acquireBehindFront(address, end, access, stripe);
@@ -250,10 +241,13 @@ public final class RegistrationCache implements AutoCloseable {
      * no longer be scalar-replaced.
      */
     private Retained acquireBehindFront(long address, long end, int access, int stripe) {
-        Region r = index.findServingUnchecked(address, end, access, widenRemote);
+        Region r = tables.findPublished(address, end, access);
         int slot = r == null ? Region.NOT_RETAINED : retainHit(r, stripe);
-        Retained got = r != null && slot >= 0 ? new Retained(r, slot) : acquireSlow(address, end, access, stripe);
-        front.remember(address, got.region());
+        if (r != null && slot >= 0) {
+            return new Retained(r, slot);
+        }
+        Retained got = acquireSlow(address, end, access, stripe);
+        tables.remember(address, got.region());
         return got;
     }
 
@@ -280,7 +274,7 @@ public final class RegistrationCache implements AutoCloseable {
             eviction.drainEvicted();
             PendingRegistration p;
             CompletableFuture<Region> joined = null;
-            lock.lock();
+            tables.lock.lock();
             try {
                 if (closed) {
                     throw new IllegalStateException("acquire(0x" + Long.toHexString(address) + ", "
@@ -290,24 +284,23 @@ public final class RegistrationCache implements AutoCloseable {
                 // Under the lock a region in the index is live, being evicted, or evicted (RETIRED and CLAIMED at
                 // once): retirement by an invalidation, a merge or close unlinks in the same hold of the lock. So a
                 // back-off here never wins a deregistration, unlike one on the lock-free paths (retainHit).
-                Region hit = index.findServing(address, end, access, widenRemote);
+                Region hit = tables.findServing(address, end, access);
                 if (hit != null) {
                     int retained = hit.tryRetainHit(stripe);
                     if (retained >= 0) {
                         return new Retained(hit, retained);
                     }
                 }
-                p = findPending(address, end, access);
+                p = tables.findPending(address, end, access);
                 if (p != null) {
                     joined = p.outcomeForJoiner();
                 } else {
-                    p = planner.plan(index, address, end, access);
-                    pending.add(p);
-                    pendingCount = pending.size();
+                    p = planner.plan(tables.published(), address, end, access);
+                    tables.addPending(p);
                     metrics.countUnderLock(CacheCounter.MISSES, 1);
                 }
             } finally {
-                lock.unlock();
+                tables.lock.unlock();
             }
             Retained r;
             if (joined == null) { // this thread owns the registration
@@ -336,16 +329,6 @@ public final class RegistrationCache implements AutoCloseable {
             deferredDeregister(r);
         }
         return retained >= 0 ? new Retained(r, retained) : null; // invalidated right after publication: retry
-    }
-
-    @GuardedBy("lock")
-    private @Nullable PendingRegistration findPending(long from, long to, int access) {
-        for (PendingRegistration p : pending) {
-            if (!p.doomed && p.serves(from, to, access, widenRemote)) {
-                return p;
-            }
-        }
-        return null;
     }
 
     /**
@@ -381,50 +364,31 @@ public final class RegistrationCache implements AutoCloseable {
         metrics.registered(pinned);
         Region region = new Region(reg, pinned, 1, stripe); // the caller's lease, in the region's base word
         String wrong = recovery.wrongResult(p, address, end, access, reg);
-        List<Region> superseded = List.of();
         List<Region> toDeregister = List.of();
         List<Region> evicted = List.of();
         boolean publish;
-        lock.lock();
+        tables.lock.lock();
         try {
-            dropDeregistered();
+            tables.dropDeregistered();
             metrics.recordRegistration(registrationNanos, reg.length());
             publish = wrong == null && (!p.doomed || CacheFault.PUBLISH_DOOMED.in(faults))
                     && (!closed || CacheFault.CLOSE_SKIPS_PENDING.in(faults));
             if (publish) {
-                List<Region> replaced = p.supersedes.isEmpty() ? List.of()
-                        : p.supersedes.stream().filter(index::contains).toList();
-                superseded = replaced;
+                List<Region> superseded = tables.stillPublished(p.supersedes);
                 // the policy learns of the change first, so that the victims it picks for the new region leave
                 // in the same index copy as the publication (one copy and one lock per miss, not two)
                 eviction.published(region, superseded);
                 evicted = eviction.pollEvicted();
-                List<Region> gone = superseded;
-                if (!evicted.isEmpty()) {
-                    List<Region> victims = new ArrayList<>(evicted.size());
-                    for (Region r : evicted) {
-                        // a victim another thread's policy call queued may be one this publication supersedes
-                        if (index.contains(r) && !replaced.contains(r)) {
-                            victims.add(r);
-                        }
-                    }
-                    gone = new ArrayList<>(superseded);
-                    gone.addAll(victims);
-                }
-                retiring = retiring.withAll(gone);
-                index = index.with(region, gone);
-                front.fit(index.size());
-                toDeregister = retireAll(superseded);
+                toDeregister = tables.publish(region, superseded, evicted);
                 if (!superseded.isEmpty()) {
                     metrics.countUnderLock(p.upgrade ? CacheCounter.ACCESS_UPGRADES : CacheCounter.MERGES, 1);
                 }
             } else {
-                region.retire();
-                retiring = retiring.withAll(List.of(region));
+                tables.retireUnpublished(region);
             }
-            removePending(p); // last: the free-hook fast path reads pendingCount before the indexes
+            tables.removePending(p); // last: the free-hook fast path reads pendingCount before the indexes
         } finally {
-            lock.unlock();
+            tables.lock.unlock();
         }
         if (!publish) {
             discardUnpublished(p, region, event, wrong);
@@ -443,11 +407,11 @@ public final class RegistrationCache implements AutoCloseable {
 
     /** The registrar threw {@code t}: the entry leaves, its joiners and waiters are told; what to throw. */
     private RuntimeException registrationFailed(PendingRegistration p, RegistrationEvent event, Throwable t) {
-        lock.lock();
+        tables.lock.lock();
         try {
-            removePending(p);
+            tables.removePending(p);
         } finally {
-            lock.unlock();
+            tables.lock.unlock();
         }
         metrics.increment(CacheCounter.REGISTRATION_FAILURES);
         CacheEvents.registered(event, p, "failed");
@@ -482,12 +446,6 @@ public final class RegistrationCache implements AutoCloseable {
         metrics.increment(CacheCounter.DISCARDED_IN_FLIGHT);
         CacheEvents.registered(event, p, "discarded");
         p.discarded(firstAttempt);
-    }
-
-    @GuardedBy("lock")
-    private void removePending(PendingRegistration p) {
-        pending.remove(p);
-        pendingCount = pending.size();
     }
 
     /** Called by {@link Lease#close()}. */
@@ -528,9 +486,7 @@ public final class RegistrationCache implements AutoCloseable {
      */
     public CompletionStage<Void> invalidate(long address, long length) {
         long end = AddressRange.checkedEnd("invalidate", address, length);
-        // read order matters: see "Free-hook fast path" in the class comment
-        if (pendingCount == 0 && !index.overlapsAny(address, end)
-                && (!retiring.overlapsAny(address, end) || CacheFault.IGNORE_RETIRING.in(faults))) {
+        if (tables.nothingOverlaps(address, end)) { // see "Free-hook fast path" in the class comment
             return Stages.DONE;
         }
         return invalidateSlow(address, end);
@@ -543,26 +499,20 @@ public final class RegistrationCache implements AutoCloseable {
 
     private CompletionStage<Void> invalidateSlow(long address, long end) {
         InvalidationEvent event = CacheEvents.invalidationStarted();
-        List<CompletableFuture<Void>> waits = new ArrayList<>(4);
+        List<CompletableFuture<Void>> waits;
         List<Region> gone = List.of();
         List<Region> toDeregister = List.of();
         int doomed = 0;
-        lock.lock();
+        tables.lock.lock();
         try {
-            dropDeregistered();
+            tables.dropDeregistered();
             if (!CacheFault.SKIP_UNLINK.in(faults)) {
-                gone = index.overlapping(address, end);
-                retiring = retiring.withAll(gone);
-                index = index.with(null, gone);
-                front.fit(index.size());
-                toDeregister = retireAll(gone);
+                RegionTables.Unlinked unlinked = tables.unlinkOverlapping(address, end);
+                gone = unlinked.gone();
+                toDeregister = unlinked.idle();
             }
-            for (Region r : retiring.overlapping(address, end)) { // quarantined ones too
-                if (!CacheFault.IGNORE_RETIRING.in(faults) || gone.contains(r)) {
-                    waits.add(r.deregistration());
-                }
-            }
-            for (PendingRegistration p : pending) {
+            waits = tables.retiringOutcomes(address, end, gone); // quarantined ones too
+            for (PendingRegistration p : tables.pending()) {
                 if (p.overlaps(address, end)) {
                     doomed += p.doomed ? 0 : 1;
                     p.doomed = true;
@@ -574,7 +524,7 @@ public final class RegistrationCache implements AutoCloseable {
                 metrics.countUnderLock(CacheCounter.INVALIDATED_REGIONS, gone.size());
             }
         } finally {
-            lock.unlock();
+            tables.lock.unlock();
         }
         eviction.unlinked(gone);
         toDeregister.forEach(deregistrar::deregister);
@@ -585,44 +535,23 @@ public final class RegistrationCache implements AutoCloseable {
         return Stages.allDeregistered(() -> "invalidate " + AddressRange.describe(address, end), waits);
     }
 
-    /**
-     * Sets RETIRED on regions already moved from the index to {@link #retiring}; returns the idle ones, whose
-     * deregistration the caller won and makes outside the lock.
-     */
-    @GuardedBy("lock")
-    private List<Region> retireAll(List<Region> gone) {
-        List<Region> idle = new ArrayList<>(gone.size());
-        for (Region r : gone) {
-            if (CacheFault.RETIRE_SUMS_FIRST.in(faults) ? r.retireSummingFirstForFault() : r.retire()) {
-                idle.add(r);
-            }
-        }
-        return idle;
-    }
-
-    /** For the eviction policy: moves the evicted regions still linked from the index to {@link #retiring}. */
+    /** For the eviction policy: unlinks the evicted regions still published (they are retired already). */
     private void unlinkEvicted(List<Region> batch) {
-        lock.lock();
+        tables.lock.lock();
         try {
-            dropDeregistered();
-            // an invalidation may have unlinked some already (and put them in retiring): move only the rest
-            List<Region> linked = batch.stream().filter(index::contains).toList();
-            retiring = retiring.withAll(linked);
-            index = index.with(null, linked);
-            front.fit(index.size());
+            tables.dropDeregistered();
+            tables.unlinkEvicted(batch);
         } finally {
-            lock.unlock();
+            tables.lock.unlock();
         }
     }
 
     /**
-     * For the deregistrar: a region's keys are dead, so it may leave {@link #retiring}. It leaves with the next
-     * writer's copy ({@link #dropDeregistered()}), not under a lock of its own: one lock fewer per
-     * deregistration. Until then it is one more region an overlapping invalidation waits for, whose
-     * deregistration has already completed: a superset of what I3 needs.
+     * For the deregistrar: a region's keys are dead ({@link RegionTables#forgetDeregistered}); after a close that
+     * met a failed deregistration, the retry that ends the quarantine closes the owned registrar.
      */
     private void forgetDeregistered(Region r) {
-        deregistered.add(r);
+        tables.forgetDeregistered(r);
         if (closeMetAFailedDeregistration) { // read after the hand-off: pairs with close's write, then check
             Throwable t = closeRegistrarIfAllDeregistered();
             if (t != null) { // close() already reported the failed deregistration; this is the only report left
@@ -632,27 +561,13 @@ public final class RegistrationCache implements AutoCloseable {
         }
     }
 
-    /** Takes the regions whose deregistration succeeded out of {@link #retiring}, in one copy. */
-    @GuardedBy("lock")
-    private void dropDeregistered() {
-        if (deregistered.isEmpty()) {
-            return;
-        }
-        List<Region> dead = deregistered.takeAll();
-        metrics.countUnderLock(CacheCounter.DEREGISTRATIONS, dead.size());
-        for (Region r : dead) {
-            metrics.countUnderLock(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
-        }
-        retiring = retiring.with(null, dead);
-    }
-
     /**
      * Evicts every idle region (for example before a fork, or to give memory back).
      *
      * @return how many regions were evicted
      */
     public int evictIdle() {
-        return eviction.evictIdle(index.all());
+        return eviction.evictIdle(tables.published().all());
     }
 
     // ------------------------------------------------------------------ failed deregistrations
@@ -690,24 +605,22 @@ public final class RegistrationCache implements AutoCloseable {
         List<Region> gone;
         CompletableFuture<Void> deregistered;
         CompletableFuture<Void> done;
-        lock.lock();
+        tables.lock.lock();
         try {
             if (closeCompletion != null) {
                 return closeCompletion.minimalCompletionStage();
             }
-            dropDeregistered();
+            tables.dropDeregistered();
             closed = true;
-            gone = index.all();
-            retiring = retiring.withAll(gone);
-            index = RegionIndex.EMPTY;
-            front.clear(); // the regions are retired anyway: this only lets them be collected
-            toDeregister = retireAll(gone);
+            RegionTables.Unlinked unlinked = tables.unlinkAll();
+            gone = unlinked.gone();
+            toDeregister = unlinked.idle();
             List<CompletableFuture<Void>> waits = new ArrayList<>();
-            for (Region r : retiring.all()) { // quarantined ones too: close retries them once below
+            for (Region r : tables.retiringRegions()) { // quarantined ones too: close retries them once below
                 waits.add(r.deregistration());
             }
             if (!CacheFault.CLOSE_SKIPS_PENDING.in(faults)) {
-                for (PendingRegistration p : pending) {
+                for (PendingRegistration p : tables.pending()) {
                     p.doomed = true;
                     waits.add(p.settledForWaiter());
                 }
@@ -716,7 +629,7 @@ public final class RegistrationCache implements AutoCloseable {
             done = new CompletableFuture<>();
             closeCompletion = done;
         } finally {
-            lock.unlock();
+            tables.lock.unlock();
         }
         if (tenant != null) {
             tenant.limit.closing(tenant); // its guarantee returns now, its pinned bytes as they are deregistered
@@ -750,12 +663,11 @@ public final class RegistrationCache implements AutoCloseable {
             return null;
         }
         boolean allDead;
-        lock.lock();
+        tables.lock.lock();
         try {
-            dropDeregistered();
-            allDead = pending.isEmpty() && retiring.size() == 0;
+            allDead = tables.allDeregistered();
         } finally {
-            lock.unlock();
+            tables.lock.unlock();
         }
         if (allDead && registrarClosed.compareAndSet(false, true)) {
             try {
@@ -795,7 +707,7 @@ public final class RegistrationCache implements AutoCloseable {
         try {
             closing.toCompletableFuture().get(timeout.toNanos(), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
-            throw closeTimedOut(timeout);
+            throw CloseTimeoutReport.of(timeout, tables, deregistrar.quarantined(), leakDetector);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while closing", e);
@@ -805,56 +717,6 @@ public final class RegistrationCache implements AutoCloseable {
             }
             throw new IllegalStateException(e.getCause());
         }
-    }
-
-    /** What a close that timed out still waits for: leases, registrations in flight, deregistrations. */
-    private CloseTimedOutException closeTimedOut(Duration timeout) {
-        List<String> held = new ArrayList<>();
-        List<String> inFlight = new ArrayList<>();
-        List<String> deregistering = new ArrayList<>();
-        List<Registration> quarantine = deregistrar.quarantined();
-        lock.lock();
-        try {
-            for (PendingRegistration p : pending) {
-                inFlight.add(AddressRange.describe(p.start, p.end) + " " + Access.describe(p.access));
-            }
-            for (Region r : retiring.all()) {
-                long leases = r.leases();
-                String what = AddressRange.describe(r.start, r.end) + " " + Access.describe(r.access);
-                if (leases > 0) {
-                    held.add(what + ": " + leases + " lease(s)");
-                } else if (!r.deregistration().isDone() && !quarantine.contains(r.registration)) {
-                    deregistering.add(what);
-                }
-            }
-        } finally {
-            lock.unlock();
-        }
-        StringBuilder m = new StringBuilder("close did not finish within " + timeout + ": ");
-        if (held.isEmpty()) {
-            m.append("no lease is held; ");
-        } else {
-            m.append(held.size()).append(" region(s) still leased ").append(held).append(leakDetector == null
-                    ? " (build the cache with leakDetection(LeakDetection.EVERY_LEASE) to see where they were acquired)"
-                    : " (the acquire stacks of the tracked ones are attached)").append("; ");
-        }
-        if (!inFlight.isEmpty()) {
-            m.append(inFlight.size()).append(" registration(s) in flight ").append(inFlight)
-                    .append(", whose registrar call has not returned (close deregisters what they register); ");
-        }
-        if (!deregistering.isEmpty()) {
-            m.append(deregistering.size()).append(" deregistration(s) under way ").append(deregistering)
-                    .append(", whose registrar call has not returned; ");
-        }
-        m.append("the cache stays closed to acquires and finishes closing when they are done");
-        if (held.isEmpty()) {
-            return new CloseTimedOutException(m.toString(), held, inFlight, deregistering);
-        }
-        LeasesStillHeldException ex = new LeasesStillHeldException(m.toString(), held, inFlight, deregistering);
-        if (leakDetector != null) {
-            leakDetector.heldAcquires().forEach(ex::addSuppressed);
-        }
-        return ex;
     }
 
     public boolean isClosed() {
@@ -868,34 +730,29 @@ public final class RegistrationCache implements AutoCloseable {
      * the snapshot sums them under the index lock.
      */
     public MetricsSnapshot metrics() {
-        long liveHits = 0;
+        long liveHits;
         Histogram[] histograms;
         long[] countedUnderLock;
-        lock.lock();
+        tables.lock.lock();
         try {
-            dropDeregistered();
+            tables.dropDeregistered();
             histograms = metrics.copyHistograms();
             countedUnderLock = metrics.copyUnderLock();
-            for (Region r : index.all()) {
-                liveHits += r.hits();
-            }
-            for (Region r : retiring.all()) {
-                liveHits += r.hits();
-            }
+            liveHits = tables.liveHits();
         } finally {
-            lock.unlock();
+            tables.lock.unlock();
         }
         return metrics.snapshot(liveHits, deregistrar.quarantinedCount(), histograms, countedUnderLock);
     }
 
     /** Registrations in flight now (tests check that a failure never leaves one behind). */
     int inFlightCount() {
-        return pendingCount;
+        return tables.pendingCount();
     }
 
     /** The published regions, in address order (tests reach a region's state through it). */
     List<Region> regionsForTest() {
-        return index.all();
+        return tables.published().all();
     }
 
     /** Fallback timers the deregistration retries scheduled (tests check that one covers many retries). */
@@ -910,16 +767,16 @@ public final class RegistrationCache implements AutoCloseable {
 
     /** Regions retired and not yet deregistered (tests check it drains to zero). */
     int frontTableLengthForTest() {
-        return front.length();
+        return tables.frontTableLength();
     }
 
     int retiringCount() {
-        lock.lock();
+        tables.lock.lock();
         try {
-            dropDeregistered();
-            return retiring.size();
+            tables.dropDeregistered();
+            return tables.retiringRegions().size();
         } finally {
-            lock.unlock();
+            tables.lock.unlock();
         }
     }
 
@@ -929,7 +786,7 @@ public final class RegistrationCache implements AutoCloseable {
 
     /** Published (acquirable) regions now. */
     public int regionCount() {
-        return index.size();
+        return tables.published().size();
     }
 
     public Budget budget() {
@@ -942,12 +799,12 @@ public final class RegistrationCache implements AutoCloseable {
 
     /** A copy of the published registrations, for diagnostics. */
     public List<Registration> registrations() {
-        return index.all().stream().map(r -> r.registration).toList();
+        return tables.published().all().stream().map(r -> r.registration).toList();
     }
 
     @Override
     public String toString() {
-        return "RegistrationCache[regions=" + index.size() + ", pinnedBytes=" + metrics.pinnedBytes.get()
+        return "RegistrationCache[regions=" + tables.published().size() + ", pinnedBytes=" + metrics.pinnedBytes.get()
                 + ", closed=" + closed + "]";
     }
 
