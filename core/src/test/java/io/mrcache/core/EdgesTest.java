@@ -615,6 +615,28 @@ class EdgesTest extends CacheTestSupport {
         assertTrue(failing.violations().isEmpty(), failing.violations().toString());
     }
 
+    /** An owned registrar whose close fails: close reports that failure, once everything is deregistered. */
+    @Test
+    void anOwnedRegistrarWhoseCloseFailsMakesCloseThrowThatFailure() {
+        IllegalStateException boom = new IllegalStateException("ibv_close_device: EIO");
+        java.util.concurrent.atomic.AtomicInteger closes = new java.util.concurrent.atomic.AtomicInteger();
+        ForwardingRegistrar failing = new ForwardingRegistrar(registrar) {
+            @Override
+            public void close() {
+                closes.incrementAndGet();
+                throw boom;
+            }
+        };
+        RegistrationCache cache = RegistrationCache.builder(failing).ownsRegistrar(true).build();
+        cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+        IllegalStateException seen = assertThrows(IllegalStateException.class, cache::close);
+        assertSame(boom, seen, "the registrar's own exception reaches the caller");
+        assertEquals(1, closes.get());
+        registrar.assertBalanced(); // every registration was deregistered before the registrar was closed
+        assertSame(boom, assertThrows(IllegalStateException.class, cache::close), "a second close reports it again");
+        assertEquals(1, closes.get(), "the registrar is closed once");
+    }
+
     /** A close with nothing to deregister closes the owned registrar outside the cache's lock. */
     @Test
     void anOwnedRegistrarsSlowCloseDoesNotBlockTheCachesLock() throws Exception {

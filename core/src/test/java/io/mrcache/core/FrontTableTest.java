@@ -131,4 +131,22 @@ class FrontTableTest extends CacheTestSupport {
         assertEquals(FrontTable.MAX_SLOTS, FrontTable.sizeFor(FrontTable.MAX_SLOTS / FrontTable.SLOTS_PER_REGION + 1));
         assertEquals(FrontTable.MAX_SLOTS / 2, FrontTable.sizeFor(FrontTable.MAX_SLOTS / FrontTable.SLOTS_PER_REGION / 2));
     }
+
+    /** The index's answer becomes the hint for the next request; a request the index cannot serve leaves it. */
+    @Test
+    void aRegionFoundInTheIndexIsRememberedAndARequestItCannotServeLeavesTheHint() {
+        RegionTables tables = new RegionTables(new CacheMetrics(), 0, false);
+        Region r = new Region(new Registration(BASE, PAGE, LOCAL_WRITE, 1, 2, 0, 0), PAGE, 0);
+        tables.lock.lock();
+        try {
+            assertTrue(tables.publish(r, List.of(), List.of()).isEmpty(), "nothing superseded");
+        } finally {
+            tables.lock.unlock();
+        }
+        assertNull(tables.hint(BASE, BASE + PAGE, LOCAL_WRITE), "nothing remembered yet");
+        assertSame(r, tables.findPublished(BASE, BASE + PAGE, LOCAL_WRITE));
+        assertSame(r, tables.hint(BASE, BASE + PAGE, LOCAL_WRITE), "remembered: the next request skips the index");
+        assertNull(tables.findPublished(BASE, BASE + 2 * PAGE, LOCAL_WRITE), "nothing published serves that");
+        assertSame(r, tables.hint(BASE, BASE + PAGE, LOCAL_WRITE), "a request the index could not serve keeps the hint");
+    }
 }

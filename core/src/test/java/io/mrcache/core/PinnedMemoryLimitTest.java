@@ -73,6 +73,23 @@ class PinnedMemoryLimitTest {
         return t;
     }
 
+    /**
+     * A merge the registrar refuses falls back to the request's own, narrower range: the limit is charged what
+     * was pinned, not the wider range reserved before the registrar ran (and gets it all back at close).
+     */
+    @Test
+    void aRegistrationNarrowerThanItsReservationIsChargedWhatItPins() {
+        RegistrationCache a = tenant(regA, TenantShare.guaranteed("A", 8 * PAGE));
+        a.acquire(A_BASE, 2 * PAGE, Access.LOCAL_WRITE).close();
+        regA.failures((addr, len, acc) -> addr <= A_BASE && addr + len > A_BASE ? RegistrationException.EFAULT : 0);
+        try (Lease b = a.acquire(A_BASE + PAGE + 10, 2 * PAGE, Access.LOCAL_WRITE)) { // planned: [A, A+4P)
+            assertEquals(A_BASE + PAGE, b.registration().address(), "fell back to the request's own pages");
+        }
+        assertEquals(5 * PAGE, a.pinnedBytes(), "2 pages, then 3");
+        assertEquals(a.pinnedBytes(), limit.pinnedBytes(), "charged the 3 pages pinned, not the 4 reserved");
+        assertEquals(5 * PAGE, of(a).pinnedBytes());
+    }
+
     @Test
     void twoBestEffortTenantsTogetherNeverPinMoreThanTheLimit() {
         RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
