@@ -89,7 +89,7 @@ import org.jspecify.annotations.Nullable;
  * <h2>Failure paths</h2>
  * <ul>
  * <li><b>register throws</b> anything (a {@link RegistrationException}, another runtime exception, an
- * {@code Error}): the in-flight entry leaves {@link #pending} under the lock, every single-flight joiner
+ * {@code Error}): the in-flight entry leaves the in-flight list under the lock, every single-flight joiner
  * rethrows the owner's exception object itself, and the stages of invalidations and of close that waited on
  * the entry complete (nothing was registered). The cache stays usable.
  * <li><b>A widened registration is refused</b> (merged range or union of rights; EFAULT or EACCES where part
@@ -97,7 +97,7 @@ import org.jspecify.annotations.Nullable;
  * request's own range and rights, replacing nothing, and registers again; only that failure fails the
  * acquire (the first is attached as suppressed). ENOMEM instead evicts idle regions and retries once (I8).
  * <li><b>deregister throws</b>: the keys are still live, so the region is never forgotten. It stays in
- * {@link #retiring} (every later overlapping invalidation sees it: no fast path past it) and enters
+ * the retiring index (every later overlapping invalidation sees it: no fast path past it) and enters
  * the {@link Deregistrar}'s quarantine; the stages that waited for the attempt complete exceptionally with a
  * {@link DeregistrationException} naming the range, the registrations, their keys and the errno; a retry
  * ({@link DeregistrationRetry}: automatic with backoff by default, or {@link #retryQuarantined()}) makes a
