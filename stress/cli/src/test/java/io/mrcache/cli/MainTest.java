@@ -268,14 +268,21 @@ class MainTest {
         report.addJmh(java.util.Map.of("w1HitExact1t", new io.mrcache.cli.bench.JmhJson.Result(50.0,
                 java.util.Map.of(), java.util.Map.of())), 0.40); // another process took 40% of the machine
         report.addUcx(java.util.List.of("# UCX rcache_check_pfn=0, rcache flags 0", "w1HitExact1t 40.0 1.000"), 0.0);
-        report.allocation(0.5, 0.5, 2.0);
+        report.allocation(0.5, 0.05, 2.0, 10.0, 1.0);
         String json = Json.write(report.json());
         assertTrue(json.startsWith("{\"repeats\":2,"), json);
         assertTrue(json.contains("\"benchmark\":\"w1HitExact1t\",\"unit\":\"ns per op per thread\","
                 + "\"mrcache\":{\"values\":[10.0,50.0],\"kept\":[10.0],\"median\":10.0},"
                 + "\"ucx\":{\"values\":[40.0],\"kept\":[40.0],\"median\":40.0},\"ratio\":0.25"), json);
-        assertTrue(json.contains("\"allocationBytesPerHit\":0.5,\"allocationBytesBaseline\":0.5,"
-                + "\"allocationBytesLastIterationWithTeardown\":2.0"), json);
+        assertTrue(json.contains("\"allocationBytesPerHit\":0.5,\"allocationBytesBaseline\":0.05,"
+                + "\"allocationBytesLastIterationWithTeardown\":2.0,\"allocationNsPerHit\":10.0,"
+                + "\"allocationNsPerBaselineOp\":1.0,\"allocationBytesPerHitBeyondBackground\":0.0"), json);
+        assertTrue(json.contains("{\"name\":\"W1 allocation per hit beyond the background (bytes)\",\"value\":0.0,"
+                + "\"target\":0.001,\"met\":true}"), "the baseline's bytes per second, not per op, are subtracted: "
+                + json);
+        report.allocation(0.6, 0.05, 2.0, 10.0, 1.0);
+        assertTrue(Json.write(report.json()).contains("\"allocationBytesPerHitBeyondBackground\":0.09999999999999998"),
+                "a tenth of a byte more per hit is seen");
         String table = report.table();
         assertTrue(table.contains("10.0/10.0/10.0 (-1)"), "the disturbed repeat is left out and counted:\n" + table);
         assertTrue(table.contains("0.25x") && table.contains("UCX: UCX rcache_check_pfn=0"), table);
