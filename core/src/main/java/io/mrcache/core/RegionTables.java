@@ -284,11 +284,17 @@ final class RegionTables {
         retiring = retiring.with(null, dead);
     }
 
+    /** Regions in the retiring index, without listing them. */
+    @GuardedBy("lock")
+    int retiringSize() {
+        return retiring.size();
+    }
+
     /** Nothing is in flight and nothing retired is left to deregister (after {@link #dropDeregistered()}). */
     @GuardedBy("lock")
     boolean allDeregistered() {
         dropDeregistered();
-        return pending.isEmpty() && retiring.size() == 0;
+        return pending.isEmpty() && retiringSize() == 0;
     }
 
     /** Hits still counted in live and retiring regions' cells (the metrics snapshot adds them). */

@@ -277,7 +277,7 @@ public final class BenchReport {
 
     /**
      * The targets that have no row of their own with a met flag, for a script that checks every target: W4's
-     * two-thread cost, W6's p99, and the hit path's allocation (its difference from the no-call baseline).
+     * two-thread cost, W6's p99, and the hit path's allocation (beyond the background the no-call baseline shows).
      */
     private List<Object> checksJson() {
         List<Object> checks = new ArrayList<>();
