@@ -16,19 +16,23 @@ import org.jspecify.annotations.Nullable;
  * the cache's index lock by path copying: an insertion or removal copies the nodes from the root to one leaf
  * (at most {@value #FANOUT} entries each), O(log n), and shares every other node with the old index. A tree
  * left sparse by removals (on average under a quarter full) is rebuilt, which costs O(n) once per Omega(n)
- * removals.
+ * removals. An index of one region holds it without a node: a miss and its invalidation on an otherwise empty
+ * cache (a buffer registered, used and freed) then build no node at all.
  */
 final class RegionIndex {
-    static final RegionIndex EMPTY = new RegionIndex(null);
+    static final RegionIndex EMPTY = new RegionIndex(null, null);
     /** Most entries of a leaf and children of an inner node. */
     static final int FANOUT = 32;
     /** How full a rebuild packs its nodes: room for insertions before the next split. */
     private static final int PACKED = FANOUT * 3 / 4;
 
     private final @Nullable Node root;
+    /** The only region, when the index holds exactly one (and {@link #root} is null). */
+    private final @Nullable Region single;
 
-    private RegionIndex(@Nullable Node root) {
+    private RegionIndex(@Nullable Node root, @Nullable Region single) {
         this.root = root;
+        this.single = single;
     }
 
     private static RegionIndex of(@Nullable Node root) {
@@ -38,33 +42,61 @@ final class RegionIndex {
         while (!root.isLeaf && root.children.length == 1) {
             root = root.children[0]; // a removal left a root with one child
         }
-        if (!root.isLeaf && root.size * 4 < root.leaves * FANOUT) { // (a lone leaf is as packed as it gets)
-            return new RegionIndex(build(root.all()));
+        if (root.isLeaf && root.size == 1) {
+            return new RegionIndex(null, root.regions[0]);
         }
-        return new RegionIndex(root);
+        if (!root.isLeaf && root.size * 4 < root.leaves * FANOUT) { // (a lone leaf is as packed as it gets)
+            return new RegionIndex(build(root.all()), null);
+        }
+        return new RegionIndex(root, null);
     }
 
     int size() {
-        return root == null ? 0 : root.size;
+        return root != null ? root.size : single != null ? 1 : 0;
     }
 
-    /** Height of the tree (0 when empty, 1 for a single leaf): for tests of the O(log n) shape. */
+    /** Height of the tree (0 when empty, 1 for a single leaf or region): for tests of the O(log n) shape. */
     int height() {
-        int h = 0;
+        int h = single != null ? 1 : 0;
         for (Node n = root; n != null; n = n.isLeaf ? null : n.children[0]) {
             h++;
         }
         return h;
     }
 
-    /** Leaves of the tree: for tests of how full its nodes are kept. */
+    /** Leaves of the tree (a lone region counts as one): for tests of how full its nodes are kept. */
     int leaves() {
-        return root == null ? 0 : root.leaves;
+        return root != null ? root.leaves : single != null ? 1 : 0;
+    }
+
+    /** The leaf nodes in order, as opaque objects (none for one region): which nodes an update shares. */
+    List<Object> leafNodesForTest() {
+        List<Object> out = new ArrayList<>();
+        if (root != null) {
+            root.addLeaves(out);
+        }
+        return out;
+    }
+
+    /** The root node as an opaque object (null for none): whether an update kept it. */
+    @Nullable Object rootNodeForTest() {
+        return root;
     }
 
     /** A live region serving the request, or null. Allocation-free. */
     @Nullable Region findServing(long from, long to, int access, boolean widenRemote) {
-        return root == null ? null : root.find(from, to, access, widenRemote, true);
+        if (root == null) {
+            Region r = singleServing(from, to, access, widenRemote);
+            return r != null && r.isLive() ? r : null;
+        }
+        return root.find(from, to, access, widenRemote, true);
+    }
+
+    /** The lone region if there is one and its range and rights serve the request (liveness unchecked). */
+    private @Nullable Region singleServing(long from, long to, int access, boolean widenRemote) {
+        Region r = single;
+        return r != null && r.start <= from && r.end >= to && Region.grants(r.access, access, widenRemote) ? r
+                : null;
     }
 
     /**
@@ -77,7 +109,7 @@ final class RegionIndex {
     @Nullable Region findServingUnchecked(long from, long to, int access, boolean widenRemote) {
         Node top = root;
         if (top == null) {
-            return null;
+            return singleServing(from, to, access, widenRemote);
         }
         Node n = top;
         boolean earlierMayServe = false;
@@ -99,7 +131,11 @@ final class RegionIndex {
 
     /** Whether any region overlaps {@code [from, to)}. Allocation-free: the free hooks' fast path. */
     boolean overlapsAny(long from, long to) {
-        return root != null && root.overlapsAny(from, to);
+        if (root == null) {
+            Region r = single;
+            return r != null && r.start < to && r.end > from;
+        }
+        return root.overlapsAny(from, to);
     }
 
     /** Every region overlapping {@code [from, to)} (start < to and end > from), latest start first. */
@@ -107,16 +143,21 @@ final class RegionIndex {
         List<Region> out = new ArrayList<>(2);
         if (root != null) {
             root.collectOverlapping(from, to, out);
+        } else if (single != null && single.start < to && single.end > from) {
+            out.add(single);
         }
         return out;
     }
 
     boolean contains(Region region) {
-        return root != null && root.contains(region);
+        return root != null ? root.contains(region) : single == region;
     }
 
     /** A new index with {@code added} (may be null) and without {@code removed}. O(log n) per region. */
     RegionIndex with(@Nullable Region added, Collection<Region> removed) {
+        if (root == null) {
+            return withoutNode(added, removed);
+        }
         Node r = root;
         for (Region gone : removed) {
             if (r != null) {
@@ -127,6 +168,20 @@ final class RegionIndex {
             r = r == null ? Node.leaf(new Region[] {added}) : r.insertSplittingRoot(added);
         }
         return r == root ? this : of(r);
+    }
+
+    /** {@link #with} on an index of at most one region: a node only when two regions remain. */
+    private RegionIndex withoutNode(@Nullable Region added, Collection<Region> removed) {
+        Region kept = single != null && !removed.contains(single) ? single : null;
+        if (added == null) {
+            return kept == single ? this : EMPTY;
+        }
+        if (kept == null) {
+            return new RegionIndex(null, added);
+        }
+        // after every region starting at or before it, as an insertion into a leaf puts it
+        Region[] pair = added.start >= kept.start ? new Region[] {kept, added} : new Region[] {added, kept};
+        return new RegionIndex(Node.leaf(pair), null);
     }
 
     /** A new index that also holds {@code added}. */
@@ -140,7 +195,10 @@ final class RegionIndex {
 
     /** Every region, in start order. */
     List<Region> all() {
-        return root == null ? List.of() : Collections.unmodifiableList(root.all());
+        if (root == null) {
+            return single == null ? List.of() : List.of(single);
+        }
+        return Collections.unmodifiableList(root.all());
     }
 
     /** A packed tree over regions already in start order. */
@@ -203,7 +261,12 @@ final class RegionIndex {
         final boolean isLeaf;
         /** Leaf: each region's start. Inner: each child's first start. Never empty. */
         final long[] starts;
-        /** Leaf: each region's end. Inner: the greatest end in each child. */
+        /**
+         * Leaf: each region's end. Inner: a bound on the greatest end in each child, exact when the node is built
+         * and never lowered by a path copy ({@link #withChild}): a lookup may then look into a child that cannot
+         * serve, never past one that can, and a removal (or an insertion below the bound) shares this array
+         * and {@link #maxEnds} with the node it copies instead of copying them. A rebuild or split makes it exact.
+         */
         final long[] ends;
         /** maxEnds[i] = max(ends[0..i]). */
         final long[] maxEnds;
@@ -216,20 +279,30 @@ final class RegionIndex {
 
         private Node(long[] starts, long[] ends, int[] accesses, Region[] regions, Node[] children, int size,
                 int leaves) {
+            this(starts, ends, prefixMax(ends), accesses, regions, children, size, leaves);
+        }
+
+        private Node(long[] starts, long[] ends, long[] maxEnds, int[] accesses, Region[] regions, Node[] children,
+                int size, int leaves) {
             this.isLeaf = children.length == 0;
             this.starts = starts;
             this.ends = ends;
+            this.maxEnds = maxEnds;
             this.accesses = accesses;
             this.regions = regions;
             this.children = children;
             this.size = size;
             this.leaves = leaves;
-            this.maxEnds = new long[ends.length];
+        }
+
+        private static long[] prefixMax(long[] ends) {
+            long[] out = new long[ends.length];
             long max = Long.MIN_VALUE;
             for (int i = 0; i < ends.length; i++) {
                 max = Math.max(max, ends[i]);
-                maxEnds[i] = max;
+                out[i] = max;
             }
+            return out;
         }
 
         static Node leaf(Region[] regions) {
@@ -325,6 +398,10 @@ final class RegionIndex {
                 if (regions.length < FANOUT) {
                     return new Node[] {withEntry(at, r)}; // copies this leaf's arrays, reads no other region
                 }
+                if (at == regions.length || at == 0) { // past either end: the new region alone beside this leaf
+                    Node alone = leaf(new Region[] {r});
+                    return at == 0 ? new Node[] {alone, this} : new Node[] {this, alone};
+                }
                 Region[] rs = insertAt(regions, at, r);
                 int cut = splitPoint(at, rs.length);
                 return new Node[] {leaf(Arrays.copyOf(rs, cut)), leaf(Arrays.copyOfRange(rs, cut, rs.length))};
@@ -340,6 +417,12 @@ final class RegionIndex {
             if (cs.length <= FANOUT) {
                 return new Node[] {withSplitChild(i, below[0], below[1], cs)};
             }
+            if (i == children.length - 1 && below[0] == children[i]) { // a full node's last child grew a new last
+                return new Node[] {this, inner(new Node[] {below[1]})};
+            }
+            if (i == 0 && below[1] == children[0]) { // ... or its first child grew a new first
+                return new Node[] {inner(new Node[] {below[0]}), this};
+            }
             int cut = splitPoint(i + 1, cs.length);
             return new Node[] {inner(Arrays.copyOf(cs, cut)), inner(Arrays.copyOfRange(cs, cut, cs.length))};
         }
@@ -348,7 +431,8 @@ final class RegionIndex {
          * Where an overflowing node of {@code length} entries splits after an insertion at {@code at}: in the
          * middle, except that an insertion at either end leaves the full side whole, so that ascending (or
          * descending) addresses, the common order of a buffer pool, fill nodes instead of leaving them half
-         * empty.
+         * empty. ({@link #insert} keeps the full side itself at either end instead of copying it, so a region
+         * added past the last of a full tree, and removed again, copies no full node.)
          */
         private static int splitPoint(int at, int length) {
             return at == length - 1 ? length - 1 : at == 0 ? 1 : length / 2;
@@ -393,16 +477,23 @@ final class RegionIndex {
                     NO_CHILDREN, size - 1, 1);
         }
 
+        /** Child {@code i} replaced; the arrays that do not change (see {@link #ends}) are shared. */
         private Node withChild(int i, Node child) {
-            long[] ss = starts.clone();
-            long[] es = ends.clone();
             Node[] cs = children.clone();
-            ss[i] = child.starts[0];
-            es[i] = child.maxEnd();
             cs[i] = child;
+            long first = child.starts[0];
+            long[] ss = starts[i] == first ? starts : withValue(starts, i, first);
+            long end = Math.max(ends[i], child.maxEnd()); // a bound: never lowered here
+            long[] es = end == ends[i] ? ends : withValue(ends, i, end);
             Node old = children[i];
-            return new Node(ss, es, NO_ACCESSES, NO_REGIONS, cs, size - old.size + child.size,
-                    leaves - old.leaves + child.leaves);
+            return new Node(ss, es, es == ends ? maxEnds : prefixMax(es), NO_ACCESSES, NO_REGIONS, cs,
+                    size - old.size + child.size, leaves - old.leaves + child.leaves);
+        }
+
+        private static long[] withValue(long[] a, int i, long x) {
+            long[] out = a.clone();
+            out[i] = x;
+            return out;
         }
 
         /** Child {@code i} split into {@code a} and {@code b}; {@code cs} is the new children array. */
@@ -460,6 +551,16 @@ final class RegionIndex {
             List<Region> out = new ArrayList<>(size);
             addAll(out);
             return out;
+        }
+
+        private void addLeaves(List<Object> out) {
+            if (isLeaf) {
+                out.add(this);
+            } else {
+                for (Node c : children) {
+                    c.addLeaves(out);
+                }
+            }
         }
 
         private void addAll(List<Region> out) {

@@ -228,6 +228,11 @@ final class RegionTables {
         if (gone.isEmpty()) {
             return List.of();
         }
+        if (gone.size() == 1) { // the common case (one buffer freed, one region superseded): no new list
+            Region r = gone.getFirst();
+            return (CacheFault.RETIRE_SUMS_FIRST.in(faults) ? r.retireSummingFirstForFault() : r.retire()) ? gone
+                    : List.of();
+        }
         List<Region> idle = new ArrayList<>(gone.size());
         for (Region r : gone) {
             if (CacheFault.RETIRE_SUMS_FIRST.in(faults) ? r.retireSummingFirstForFault() : r.retire()) {

@@ -180,6 +180,112 @@ class RegionIndexTest {
         assertEquals(List.of(longOne), idx.overlapping(8_001 * PAGE, 8_002 * PAGE));
     }
 
+    @Test
+    void anIndexOfOneRegionHoldsItWithoutANodeAndAnswersEveryQuery() {
+        Region a = EdgesTest.region(10 * PAGE, 2 * PAGE, LOCAL_WRITE);
+        RegionIndex one = RegionIndex.EMPTY.with(a, List.of());
+        assertEquals(List.of(), one.leafNodesForTest(), "no node for one region");
+        assertEquals(List.of(a), one.all());
+        assertEquals(1, one.size());
+        assertEquals(1, one.height());
+        assertEquals(1, one.leaves());
+        assertTrue(one.contains(a));
+        assertSame(a, one.findServingUnchecked(10 * PAGE, 12 * PAGE, LOCAL_WRITE, false));
+        assertSame(a, one.findServing(11 * PAGE, 11 * PAGE + 1, LOCAL_WRITE, false));
+        assertSame(null, one.findServingUnchecked(10 * PAGE - 1, 11 * PAGE, LOCAL_WRITE, false), "starts earlier");
+        assertSame(null, one.findServingUnchecked(10 * PAGE, 12 * PAGE + 1, LOCAL_WRITE, false), "ends later");
+        assertSame(null, one.findServingUnchecked(10 * PAGE, 11 * PAGE, REMOTE_READ, false), "rights it lacks");
+        assertTrue(one.overlapsAny(12 * PAGE - 1, 12 * PAGE) && one.overlapsAny(9 * PAGE, 10 * PAGE + 1));
+        assertFalse(one.overlapsAny(12 * PAGE, 13 * PAGE) || one.overlapsAny(9 * PAGE, 10 * PAGE),
+                "a range that only touches it does not overlap");
+        assertEquals(List.of(a), one.overlapping(11 * PAGE, 20 * PAGE));
+        assertEquals(List.of(), one.overlapping(12 * PAGE, 20 * PAGE));
+
+        assertSame(one, one.with(null, List.of(EdgesTest.region(10 * PAGE, 2 * PAGE, LOCAL_WRITE))),
+                "removing a region it does not hold changes nothing");
+        assertSame(RegionIndex.EMPTY, one.with(null, List.of(a)));
+        Region b = EdgesTest.region(20 * PAGE, PAGE, LOCAL_READ);
+        assertSame(b, one.with(b, List.of(a)).all().getFirst(), "one region replaced by another");
+        assertEquals(List.of(), one.with(b, List.of(a)).leafNodesForTest());
+
+        Region earlier = EdgesTest.region(5 * PAGE, PAGE, LOCAL_READ);
+        Region sameStart = EdgesTest.region(10 * PAGE, PAGE, LOCAL_READ);
+        assertEquals(List.of(earlier, a), one.with(earlier, List.of()).all(), "in start order");
+        assertEquals(List.of(a, sameStart), one.with(sameStart, List.of()).all(), "equal starts: after it");
+        RegionIndex two = one.with(b, List.of());
+        assertEquals(1, two.leafNodesForTest().size());
+        assertEquals(List.of(), two.with(null, List.of(a)).leafNodesForTest(), "back to one: the node goes");
+        assertEquals(List.of(b), two.with(null, List.of(a)).all());
+
+        a.retire();
+        assertSame(null, one.findServing(10 * PAGE, 11 * PAGE, LOCAL_WRITE, false), "a retired region is not live");
+        assertSame(a, one.findServingUnchecked(10 * PAGE, 11 * PAGE, LOCAL_WRITE, false),
+                "the hit path's lookup leaves liveness to the lease attempt");
+    }
+
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    void aRegionPastEitherEndOfAFullTreeSharesEveryOldLeafAndLeavesNothingBehind(boolean ascending) {
+        int n = RegionIndex.FANOUT * RegionIndex.FANOUT; // every leaf and the root full
+        RegionIndex full = RegionIndex.EMPTY;
+        for (int i = 0; i < n; i++) {
+            Region r = EdgesTest.region((ascending ? 1 + i : n - i) * PAGE, PAGE, LOCAL_WRITE);
+            full = full.with(r, List.of());
+            model.add(ascending ? model.size() : 0, r);
+        }
+        List<Object> leaves = full.leafNodesForTest();
+        assertEquals(RegionIndex.FANOUT, leaves.size(), "an ordered fill packs every leaf");
+        assertEquals(2, full.height());
+
+        Region past = EdgesTest.region(ascending ? (n + 1) * PAGE : 0, PAGE, LOCAL_WRITE);
+        RegionIndex grown = full.with(past, List.of());
+        List<Object> grownLeaves = grown.leafNodesForTest();
+        assertEquals(RegionIndex.FANOUT + 1, grownLeaves.size());
+        List<Object> kept = ascending ? grownLeaves.subList(0, RegionIndex.FANOUT)
+                : grownLeaves.subList(1, RegionIndex.FANOUT + 1);
+        for (int i = 0; i < RegionIndex.FANOUT; i++) {
+            assertSame(leaves.get(i), kept.get(i), "leaf " + i + " is shared, not copied");
+        }
+        assertEquals(3, grown.height());
+        model.add(ascending ? model.size() : 0, past);
+        assertEquals(model, grown.all());
+        assertSame(past, grown.findServingUnchecked(past.start, past.end, LOCAL_WRITE, false));
+
+        RegionIndex shrunk = grown.with(null, List.of(past));
+        assertEquals(2, shrunk.height(), "the root the insertion added goes again");
+        assertSame(full.rootNodeForTest(), shrunk.rootNodeForTest(), "and the full root is the root again, uncopied");
+        List<Object> shrunkLeaves = shrunk.leafNodesForTest();
+        for (int i = 0; i < RegionIndex.FANOUT; i++) {
+            assertSame(leaves.get(i), shrunkLeaves.get(i));
+        }
+        model.remove(past);
+        assertEquals(model, shrunk.all());
+        assertFalse(shrunk.overlapsAny(past.start, past.end));
+    }
+
+    @Test
+    void aRemovalLeavesAnInnerBoundHighAndEveryQueryStillAgrees() {
+        // regions in order, then one reaching far to the right in the first leaf, then that one removed: the
+        // inner nodes keep its end as their bound; lookups to the right must still answer as the list does
+        RegionIndex idx = RegionIndex.EMPTY;
+        for (int i = 0; i < 3 * RegionIndex.FANOUT; i++) {
+            Region r = EdgesTest.region(i * 4 * PAGE, PAGE, LOCAL_READ);
+            idx = idx.with(r, List.of());
+            model.add(r);
+        }
+        Region far = EdgesTest.region(PAGE, 1_000 * PAGE, LOCAL_WRITE);
+        idx = idx.with(far, List.of()).with(null, List.of(far));
+        for (long from = 0; from < 400 * PAGE; from += PAGE / 2) {
+            long f = from;
+            assertSame(modelFind(from, from + PAGE, LOCAL_WRITE, false),
+                    idx.findServingUnchecked(from, from + PAGE, LOCAL_WRITE, false));
+            assertSame(modelFind(from, from + 1, LOCAL_READ, false), idx.findServing(from, from + 1, LOCAL_READ, false),
+                    () -> "find at " + f);
+            assertEquals(!modelOverlapping(from, from + PAGE / 4).isEmpty(), idx.overlapsAny(from, from + PAGE / 4));
+            assertEquals(modelOverlapping(from, from + 3 * PAGE), idx.overlapping(from, from + 3 * PAGE));
+        }
+    }
+
     private @Nullable Region modelFind(long from, long to, int access, boolean widen) {
         for (int i = model.size() - 1; i >= 0; i--) {
             Region r = model.get(i);
