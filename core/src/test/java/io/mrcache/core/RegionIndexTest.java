@@ -5,6 +5,7 @@ import static io.mrcache.core.Access.LOCAL_WRITE;
 import static io.mrcache.core.Access.REMOTE_READ;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -253,6 +254,7 @@ class RegionIndexTest {
 
         RegionIndex shrunk = grown.with(null, List.of(past));
         assertEquals(2, shrunk.height(), "the root the insertion added goes again");
+        assertNotNull(full.rootNodeForTest());
         assertSame(full.rootNodeForTest(), shrunk.rootNodeForTest(), "and the full root is the root again, uncopied");
         List<Object> shrunkLeaves = shrunk.leafNodesForTest();
         for (int i = 0; i < RegionIndex.FANOUT; i++) {

@@ -219,6 +219,39 @@ class RegistrationCacheTest extends CacheTestSupport {
         registrar.assertBalanced();
     }
 
+    @Test
+    void aLaterInvalidationWaitsForTheDeregistrationOfADiscardedInFlightRegistration() throws Exception {
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch proceed = new CountDownLatch(1);
+        holdFirstRegister(entered, proceed);
+        CountDownLatch deregistering = new CountDownLatch(1);
+        CountDownLatch finishDeregistration = new CountDownLatch(1);
+        AtomicInteger deregistrations = new AtomicInteger();
+        registrar.onDeregister(r -> {
+            if (deregistrations.getAndIncrement() == 0) { // the discarded registration's: hold it
+                deregistering.countDown();
+                await(finishDeregistration);
+            }
+        });
+        try (RegistrationCache cache = cache()) {
+            Future<Lease> acquiring = pool.submit(() -> cache.acquire(BASE, PAGE, LOCAL_WRITE));
+            assertTrue(entered.await(5, TimeUnit.SECONDS));
+            CompletionStage<Void> first = cache.invalidate(BASE, PAGE); // dooms the registration in flight
+            proceed.countDown();
+            assertTrue(deregistering.await(5, TimeUnit.SECONDS), "the doomed registration is being deregistered");
+            // no longer in flight and never published: only the retiring index still knows its keys are live
+            CompletionStage<Void> later = cache.invalidate(BASE, PAGE);
+            assertFalse(later.toCompletableFuture().isDone(),
+                    "a free of the range while the discarded registration's keys are live must wait for them (I3)");
+            assertFalse(first.toCompletableFuture().isDone());
+            finishDeregistration.countDown();
+            later.toCompletableFuture().get(5, TimeUnit.SECONDS);
+            first.toCompletableFuture().get(5, TimeUnit.SECONDS);
+            acquiring.get(5, TimeUnit.SECONDS).close();
+        }
+        registrar.assertBalanced();
+    }
+
     // ---------------------------------------------------------------- merging and access
 
     @Test
