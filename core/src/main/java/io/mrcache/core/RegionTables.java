@@ -1,8 +1,6 @@
 package io.mrcache.core;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -21,16 +19,11 @@ import org.jspecify.annotations.Nullable;
  * <li>The free-hook fast path ({@link #nothingOverlaps}) reads {@link #pendingCount}, then {@link #index},
  * then {@link #retiring}; writers go the opposite way (a published region enters the index before its entry
  * leaves the pending count, a retired one enters the retiring index before it leaves the index), so a region
- * that existed when the check began is seen by one of the three reads. The reads are acquire loads and the
- * writes release stores: a reader whose load sees a write also sees everything the writer did before it, and
- * that is all an order of reads opposite to the writes needs. No lock-free reader here writes anything that a
- * writer then reads back, so no store-load order (the full fence a volatile store costs: six of them per miss
- * and invalidation) is needed; the one pattern that does need it, a lease taken against a retirement, goes
- * through the region's atomic read-modify-writes, which are fully ordered.
+ * that existed when the check began is seen by one of the three reads.
  * </ul>
  *
- * <p>Read without the lock: the two indexes (immutable, published with release stores), the pending count
- * and the {@link FrontTable} hint. Everything else is written and read under {@link #lock}, which the
+ * <p>Read without the lock: the two indexes (immutable, published through volatile fields), the pending
+ * count and the {@link FrontTable} hint. Everything else is written and read under {@link #lock}, which the
  * cache also holds to plan misses and doom in-flight registrations; no registrar call is ever made under it.
  */
 final class RegionTables {
@@ -41,34 +34,19 @@ final class RegionTables {
     private final boolean widenRemote;
     /** A hint for repeated requests, checked before the index; see {@link FrontTable} for why it is safe. */
     private final FrontTable front = new FrontTable();
-    /** Published regions: read without a lock (acquire), replaced under {@link #lock} (release). */
-    private RegionIndex index = RegionIndex.EMPTY;
+    /** Published regions: read without a lock, replaced under {@link #lock}. */
+    private volatile RegionIndex index = RegionIndex.EMPTY;
     /**
      * Retired regions not yet deregistered (leased, being deregistered, or quarantined), and deregistered ones
      * until the next writer drops them ({@link #dropDeregistered()}); as {@link #index}.
      */
-    private RegionIndex retiring = RegionIndex.EMPTY;
+    private volatile RegionIndex retiring = RegionIndex.EMPTY;
     @GuardedBy("lock")
     private final List<PendingRegistration> pending = new ArrayList<>();
-    /** {@code pending.size()}, for the free-hook fast path's lock-free read (acquire; written with release). */
-    private int pendingCount;
+    /** {@code pending.size()}, for the free-hook fast path's lock-free read. */
+    private volatile int pendingCount;
     /** Deregistered regions still in {@link #retiring}, until the next writer drops them. */
     private final RegionHandoff deregistered = new RegionHandoff();
-
-    private static final VarHandle INDEX;
-    private static final VarHandle RETIRING;
-    private static final VarHandle PENDING_COUNT;
-
-    static {
-        try {
-            MethodHandles.Lookup l = MethodHandles.lookup();
-            INDEX = l.findVarHandle(RegionTables.class, "index", RegionIndex.class);
-            RETIRING = l.findVarHandle(RegionTables.class, "retiring", RegionIndex.class);
-            PENDING_COUNT = l.findVarHandle(RegionTables.class, "pendingCount", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
     RegionTables(CacheMetrics metrics, int faults, boolean widenRemote) {
         this.metrics = metrics;
@@ -85,7 +63,7 @@ final class RegionTables {
 
     /** A published region that may serve the request, from the index as it is now; remembered as a hint. */
     @Nullable Region findPublished(long from, long to, int access) {
-        Region r = publishedNow().findServingUnchecked(from, to, access, widenRemote);
+        Region r = index.findServingUnchecked(from, to, access, widenRemote);
         if (r != null) {
             front.remember(from, r);
         }
@@ -102,40 +80,17 @@ final class RegionTables {
      * free-hook fast path, no lock and no allocation. The read order is the one in the class comment.
      */
     boolean nothingOverlaps(long from, long to) {
-        return (int) PENDING_COUNT.getAcquire(this) == 0 && !publishedNow().overlapsAny(from, to)
-                && (!((RegionIndex) RETIRING.getAcquire(this)).overlapsAny(from, to)
-                        || CacheFault.IGNORE_RETIRING.in(faults));
+        return pendingCount == 0 && !index.overlapsAny(from, to)
+                && (!retiring.overlapsAny(from, to) || CacheFault.IGNORE_RETIRING.in(faults));
     }
 
     /** The published regions now (an immutable index: safe to walk without the lock). */
     RegionIndex published() {
-        return publishedNow();
+        return index;
     }
 
     int pendingCount() {
-        return (int) PENDING_COUNT.getAcquire(this);
-    }
-
-    private RegionIndex publishedNow() {
-        return (RegionIndex) INDEX.getAcquire(this);
-    }
-
-    // The writers, all under the lock: release stores, which order every earlier write before them (what the
-    // fast path's acquire loads rely on, see the class comment) without the full fence a volatile store costs.
-
-    @GuardedBy("lock")
-    private void setIndex(RegionIndex next) {
-        INDEX.setRelease(this, next);
-    }
-
-    @GuardedBy("lock")
-    private void setRetiring(RegionIndex next) {
-        RETIRING.setRelease(this, next);
-    }
-
-    @GuardedBy("lock")
-    private void setPendingCount() {
-        PENDING_COUNT.setRelease(this, pending.size());
+        return pendingCount;
     }
 
     int frontTableLength() {
@@ -164,14 +119,14 @@ final class RegionTables {
     @GuardedBy("lock")
     void addPending(PendingRegistration p) {
         pending.add(p);
-        setPendingCount();
+        pendingCount = pending.size();
     }
 
     /** Last in a publication: the fast path reads the pending count before the indexes. */
     @GuardedBy("lock")
     void removePending(PendingRegistration p) {
         pending.remove(p);
-        setPendingCount();
+        pendingCount = pending.size();
     }
 
     /** The registrations in flight (to doom, or to name in a report). */
@@ -204,8 +159,8 @@ final class RegionTables {
                 }
             }
         }
-        setRetiring(retiring.withAll(gone)); // in before out: see the class comment
-        setIndex(index.with(region, gone));
+        retiring = retiring.withAll(gone); // in before out: see the class comment
+        index = index.with(region, gone);
         front.fit(index.size());
         return retire(superseded);
     }
@@ -214,7 +169,7 @@ final class RegionTables {
     @GuardedBy("lock")
     void retireUnpublished(Region region) {
         region.retire();
-        setRetiring(retiring.withAll(List.of(region)));
+        retiring = retiring.withAll(List.of(region));
     }
 
     // ------------------------------------------------------------------ retirement (under the lock)
@@ -235,8 +190,8 @@ final class RegionTables {
     @GuardedBy("lock")
     Unlinked unlinkAll() {
         List<Region> gone = index.all();
-        setRetiring(retiring.withAll(gone));
-        setIndex(RegionIndex.EMPTY);
+        retiring = retiring.withAll(gone);
+        index = RegionIndex.EMPTY;
         front.clear(); // the regions are retired anyway: this only lets them be collected
         return new Unlinked(gone, retire(gone));
     }
@@ -259,8 +214,8 @@ final class RegionTables {
         if (gone.isEmpty()) {
             return;
         }
-        setRetiring(retiring.withAll(gone)); // in before out: see the class comment
-        setIndex(index.with(null, gone));
+        retiring = retiring.withAll(gone); // in before out: see the class comment
+        index = index.with(null, gone);
         front.fit(index.size());
     }
 
@@ -331,7 +286,7 @@ final class RegionTables {
         for (Region r : dead) {
             metrics.countUnderLock(CacheCounter.HITS, r.hits()); // final: a retired region takes no more hits
         }
-        setRetiring(retiring.with(null, dead));
+        retiring = retiring.with(null, dead);
     }
 
     /** Regions in the retiring index, without listing them. */

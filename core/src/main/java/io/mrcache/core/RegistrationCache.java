@@ -42,9 +42,9 @@ import org.jspecify.annotations.Nullable;
  * <h2>Concurrency</h2>
  * <p>The tables live in {@link RegionTables}: the index, the retiring index, the in-flight registrations,
  * the front table and the lock. Read without a lock: the index, an immutable {@link RegionIndex} published
- * with a release store and read with an acquire load, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and striped lease cells. A
- * hit is a probe of the {@link FrontTable} (a hint for repeated requests; where it has no answer, one acquire
- * load of the index and a walk down its B+-tree, a branch-free binary search over each node's arrays, two or
+ * through a volatile field, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and striped lease cells. A
+ * hit is a probe of the {@link FrontTable} (a hint for repeated requests; where it has no answer, one volatile
+ * read of the index and a walk down its B+-tree, a branch-free binary search over each node's arrays, two or
  * three nodes deep at thousands of regions), then one atomic add on the calling thread's lease cell of the
  * region and one read of its state word ({@link Region#tryRetainHit}: a volatile add, then a volatile read),
  * which backs off once the region is retired. A region found through the hint, like one found through an old
@@ -84,9 +84,7 @@ import org.jspecify.annotations.Nullable;
  * nothing: it reads the in-flight count, then the index, then the retiring index. Writers publish in the
  * opposite order (a published region enters the index before it leaves the in-flight count; a retired region
  * enters the retiring index before it leaves the index), so a region that existed when the invalidate began
- * is seen by one of the three reads ({@link RegionTables#nothingOverlaps}). Acquire loads against release
- * stores give that (the reads only have to see what was written before the write they see), so the writers
- * pay no full fence for it ({@link RegionTables} says why no store-load order is needed).
+ * is seen by one of the three reads ({@link RegionTables#nothingOverlaps}).
  *
  * <h2>Failure paths</h2>
  * <ul>
