@@ -95,8 +95,13 @@ final class RegionIndex {
     /** The lone region if there is one and its range and rights serve the request (liveness unchecked). */
     private @Nullable Region singleServing(long from, long to, int access, boolean widenRemote) {
         Region r = single;
-        return r != null && r.start <= from && r.end >= to && Region.grants(r.access, access, widenRemote) ? r
-                : null;
+        return r != null && r.serves(from, to, access, widenRemote) ? r : null;
+    }
+
+    /** Whether the lone region, if there is one, overlaps {@code [from, to)}. */
+    private boolean singleOverlaps(long from, long to) {
+        Region r = single;
+        return r != null && r.start < to && r.end > from;
     }
 
     /**
@@ -131,11 +136,7 @@ final class RegionIndex {
 
     /** Whether any region overlaps {@code [from, to)}. Allocation-free: the free hooks' fast path. */
     boolean overlapsAny(long from, long to) {
-        if (root == null) {
-            Region r = single;
-            return r != null && r.start < to && r.end > from;
-        }
-        return root.overlapsAny(from, to);
+        return root == null ? singleOverlaps(from, to) : root.overlapsAny(from, to);
     }
 
     /** Every region overlapping {@code [from, to)} (start < to and end > from), latest start first. */
@@ -143,7 +144,7 @@ final class RegionIndex {
         List<Region> out = new ArrayList<>(2);
         if (root != null) {
             root.collectOverlapping(from, to, out);
-        } else if (single != null && single.start < to && single.end > from) {
+        } else if (singleOverlaps(from, to)) {
             out.add(single);
         }
         return out;

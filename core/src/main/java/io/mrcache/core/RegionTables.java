@@ -229,17 +229,21 @@ final class RegionTables {
             return List.of();
         }
         if (gone.size() == 1) { // the common case (one buffer freed, one region superseded): no new list
-            Region r = gone.getFirst();
-            return (CacheFault.RETIRE_SUMS_FIRST.in(faults) ? r.retireSummingFirstForFault() : r.retire()) ? gone
-                    : List.of();
+            return retireOne(gone.getFirst()) ? gone : List.of();
         }
         List<Region> idle = new ArrayList<>(gone.size());
         for (Region r : gone) {
-            if (CacheFault.RETIRE_SUMS_FIRST.in(faults) ? r.retireSummingFirstForFault() : r.retire()) {
+            if (retireOne(r)) {
                 idle.add(r);
             }
         }
         return idle;
+    }
+
+    /** Sets RETIRED on {@code r} (or, in the broken variant, sums first); true when it was idle. */
+    @GuardedBy("lock")
+    private boolean retireOne(Region r) {
+        return CacheFault.RETIRE_SUMS_FIRST.in(faults) ? r.retireSummingFirstForFault() : r.retire();
     }
 
     /**
