@@ -234,6 +234,20 @@ public class CacheBenchmarks {
         return mixed(m, c);
     }
 
+    /**
+     * W4's work on two threads that share nothing: each has a cache of its own. Not a comparison row: the floor
+     * that this machine's two cores give two threads, against which {@link #w4Mixed2t}'s sharing is measured.
+     */
+    @State(Scope.Thread)
+    public static class OwnMixed extends Mixed {
+    }
+
+    @Benchmark
+    @Threads(2)
+    public int w4Mixed2tOwnCache(OwnMixed m, MixedCursor c) {
+        return mixed(m, c);
+    }
+
     /** The scaling table: a cache holding {@code regions} 64 KiB regions. */
     @State(Scope.Benchmark)
     public static class Scaled {

@@ -230,6 +230,12 @@ public final class BenchReport {
                     "W4 per thread, 2 threads against 1", w4Cost, W4_TWO_THREAD_COST_TARGET,
                     w4Cost <= W4_TWO_THREAD_COST_TARGET ? "met" : "not met"));
         }
+        double ownCost = w4OwnCacheCost();
+        if (!Double.isNaN(ownCost)) {
+            sb.append(String.format(Locale.ROOT, "%-46s %.2fx one thread's cost per operation, %s ns (the control: what"
+                    + " two threads cost each other on this machine when they share no cache)%n",
+                    "W4 per thread, 2 threads with a cache each", ownCost, stats(mine.get("w4Mixed2tOwnCache"))));
+        }
         if (!w6Attribution.isEmpty()) {
             sb.append(String.format(Locale.ROOT, "%-46s %s%n", "W6 slow hits attributed (JFR, schedstat)",
                     W6Attribution.describe(w6Attribution)));
@@ -273,6 +279,16 @@ public final class BenchReport {
         Series one = mine.get("w4Mixed1t");
         Series two = mine.get("w4Mixed2t");
         return one == null || two == null ? Double.NaN : two.median() / one.median();
+    }
+
+    /**
+     * The control of W4's two-thread row: mrcache's median on two threads that each use a cache of their own,
+     * over its median on one thread; NaN without both.
+     */
+    private double w4OwnCacheCost() {
+        Series one = mine.get("w4Mixed1t");
+        Series own = mine.get("w4Mixed2tOwnCache");
+        return one == null || own == null ? Double.NaN : own.median() / one.median();
     }
 
     /**
@@ -453,6 +469,10 @@ public final class BenchReport {
         out.put("allocationNsPerBaselineOp", baselineNanos);
         out.put("allocationBytesPerHitBeyondBackground", allocationBeyondBackground());
         out.put("checks", checksJson());
+        Map<String, Object> control = new LinkedHashMap<>();
+        control.put("w4Mixed2tOwnCache", values(mine.get("w4Mixed2tOwnCache")));
+        control.put("perThreadCostAgainstOneThread", w4OwnCacheCost());
+        out.put("w4TwoThreadsOwnCaches", control);
         out.put("notes", List.copyOf(notes));
         return out;
     }

@@ -89,6 +89,20 @@ class SteadyStateTest {
                 "twice one thread's cost is within the target");
     }
 
+    @Test
+    void w4sControlOnTwoThreadsWithACacheEachIsReportedBesideTheSharedRow() {
+        BenchReport report = new BenchReport(3);
+        report.addJmh(Map.of("w4Mixed1t", result(170.0), "w4Mixed2t", result(1870.0), "w4Mixed2tOwnCache",
+                result(204.0)), 0.0);
+        String line = report.table().lines().filter(l -> l.startsWith("W4 per thread, 2 threads with a cache each"))
+                .findFirst().orElseThrow();
+        assertTrue(line.contains("1.20x one thread's cost") && line.contains("204.0"), line);
+        String text = io.mrcache.cli.JsonForTest.write(report.json());
+        assertTrue(text.contains("\"w4TwoThreadsOwnCaches\":{\"w4Mixed2tOwnCache\":{\"values\":[204.0],"), text);
+        assertTrue(text.contains("\"perThreadCostAgainstOneThread\":1.2"), text);
+        assertFalse(new BenchReport(3).table().contains("with a cache each"), "no line without the control's run");
+    }
+
     private static JmhJson.Result result(double v) {
         return new JmhJson.Result(v, Map.of(), Map.of(), List.of(v, v, v));
     }
