@@ -45,7 +45,7 @@ public final class Lease implements AutoCloseable {
     }
 
     public int lkey() {
-        return region.registration.lkey();
+        return region.lkey;
     }
 
     public int rkey() {

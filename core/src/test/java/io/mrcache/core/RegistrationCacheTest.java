@@ -6,6 +6,7 @@ import static io.mrcache.core.Access.REMOTE_READ;
 import static io.mrcache.core.Access.REMOTE_WRITE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -53,6 +54,26 @@ class RegistrationCacheTest extends CacheTestSupport {
             assertEquals(2 * PAGE, m.pinnedBytes());
             assertEquals(1, m.registrationNanos().count());
         }
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aLeaseGivesItsRegistrationsKeysOnTheMissAndOnTheHit() {
+        List<int[]> keys = new ArrayList<>(); // lease's lkey, registration's, lease's rkey, registration's
+        try (RegistrationCache cache = cache()) {
+            Lease miss = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+            Lease other = cache.acquire(BASE + 4 * PAGE, PAGE, LOCAL_WRITE);
+            Lease hit = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+            for (Lease l : List.of(miss, other, hit)) {
+                keys.add(new int[] {l.lkey(), l.registration().lkey(), l.rkey(), l.registration().rkey()});
+                l.close(); // before asserting: a failed assertion must not leave close waiting on a lease
+            }
+        }
+        for (int[] k : keys) {
+            assertEquals(k[1], k[0], "lkey");
+            assertEquals(k[3], k[2], "rkey");
+        }
+        assertNotEquals(keys.get(0)[0], keys.get(1)[0], "each registration has keys of its own");
         registrar.assertBalanced();
     }
 
