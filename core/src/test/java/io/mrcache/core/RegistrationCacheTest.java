@@ -78,6 +78,23 @@ class RegistrationCacheTest extends CacheTestSupport {
     }
 
     @Test
+    void aLeaseReportsTheRequestedRangeNotTheRegisteredOneAndWhetherItWasReleased() {
+        try (RegistrationCache cache = cache()) {
+            Lease l = cache.acquire(BASE + 100, 8000, LOCAL_WRITE);
+            boolean releasedBefore = l.isReleased();
+            String text = l.toString();
+            l.close();
+            assertEquals(BASE + 100, l.address());
+            assertEquals(8000, l.length());
+            assertEquals(2 * PAGE, l.registration().length(), "the registration is page-aligned, the lease is not");
+            assertFalse(releasedBefore);
+            assertTrue(l.isReleased());
+            assertTrue(text.contains("0x" + Long.toHexString(BASE + 100)) && text.contains("+8000"), text);
+        }
+        registrar.assertBalanced();
+    }
+
+    @Test
     void hitRequiresCoveringRangeAndRights() {
         try (RegistrationCache cache = cache()) {
             cache.acquire(BASE, PAGE, LOCAL_READ).close();
