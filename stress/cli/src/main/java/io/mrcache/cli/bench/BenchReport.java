@@ -224,13 +224,13 @@ public final class BenchReport {
                     stats(w6.get("99.9")), stats(w6.get("100.0")), W6_P99_TARGET_NS,
                     w6.get("99.0").median() <= W6_P99_TARGET_NS ? "met" : "not met"));
         }
-        double w4Cost = w4TwoThreadCost();
+        double w4Cost = w4CostAgainstOneThread("w4Mixed2t");
         if (!Double.isNaN(w4Cost)) {
             sb.append(String.format(Locale.ROOT, "%-46s %.2fx one thread's cost per operation (target <= %.0fx: %s)%n",
                     "W4 per thread, 2 threads against 1", w4Cost, W4_TWO_THREAD_COST_TARGET,
                     w4Cost <= W4_TWO_THREAD_COST_TARGET ? "met" : "not met"));
         }
-        double ownCost = w4OwnCacheCost();
+        double ownCost = w4CostAgainstOneThread("w4Mixed2tOwnCache");
         if (!Double.isNaN(ownCost)) {
             sb.append(String.format(Locale.ROOT, "%-46s %.2fx one thread's cost per operation, %s ns (the control: what"
                     + " two threads cost each other on this machine when they share no cache)%n",
@@ -274,21 +274,14 @@ public final class BenchReport {
         return sb.toString();
     }
 
-    /** mrcache's W4 median per operation and thread on two threads over its median on one; NaN without both. */
-    private double w4TwoThreadCost() {
-        Series one = mine.get("w4Mixed1t");
-        Series two = mine.get("w4Mixed2t");
-        return one == null || two == null ? Double.NaN : two.median() / one.median();
-    }
-
     /**
-     * The control of W4's two-thread row: mrcache's median on two threads that each use a cache of their own,
-     * over its median on one thread; NaN without both.
+     * mrcache's W4 median per operation and thread on two threads ({@code w4Mixed2t}, or its control
+     * {@code w4Mixed2tOwnCache}: two threads with a cache each) over its median on one; NaN without both.
      */
-    private double w4OwnCacheCost() {
+    private double w4CostAgainstOneThread(String twoThreads) {
         Series one = mine.get("w4Mixed1t");
-        Series own = mine.get("w4Mixed2tOwnCache");
-        return one == null || own == null ? Double.NaN : own.median() / one.median();
+        Series two = mine.get(twoThreads);
+        return one == null || two == null ? Double.NaN : two.median() / one.median();
     }
 
     /**
@@ -297,7 +290,7 @@ public final class BenchReport {
      */
     private List<Object> checksJson() {
         List<Object> checks = new ArrayList<>();
-        double w4Cost = w4TwoThreadCost();
+        double w4Cost = w4CostAgainstOneThread("w4Mixed2t");
         if (!Double.isNaN(w4Cost)) {
             checks.add(check("W4 per thread, 2 threads against 1 (x)", w4Cost, W4_TWO_THREAD_COST_TARGET));
         }
@@ -471,7 +464,7 @@ public final class BenchReport {
         out.put("checks", checksJson());
         Map<String, Object> control = new LinkedHashMap<>();
         control.put("w4Mixed2tOwnCache", values(mine.get("w4Mixed2tOwnCache")));
-        control.put("perThreadCostAgainstOneThread", w4OwnCacheCost());
+        control.put("perThreadCostAgainstOneThread", w4CostAgainstOneThread("w4Mixed2tOwnCache"));
         out.put("w4TwoThreadsOwnCaches", control);
         out.put("notes", List.copyOf(notes));
         return out;
