@@ -72,16 +72,20 @@ final class Deregistrar {
     /**
      * One deregistration attempt of a retired, unleased region whose claim the caller won (or that it took
      * out of the quarantine), then the retries that are due. Outside the lock, like every registrar call.
+     *
+     * @return what the registrar threw (the keys are still live and the region is quarantined), or null when
+     *         the keys are dead: a caller that won the claim knows its own attempt's outcome without a future
      */
-    void deregister(Region r) {
-        attempt(r);
+    @Nullable Throwable deregister(Region r) {
+        Throwable failure = attempt(r);
         long due = nextDue;
         if (due != NONE_DUE && clock.getAsLong() - due >= 0) {
             retryDue();
         }
+        return failure;
     }
 
-    private void attempt(Region r) {
+    private @Nullable Throwable attempt(Region r) {
         Throwable failure = null;
         try {
             registrar.deregister(r.registration);
@@ -92,7 +96,7 @@ final class Deregistrar {
             metrics.deregistered(r.pinnedBytes);
             forget.accept(r);
             r.deregistered();
-            return;
+            return null;
         }
         metrics.increment(CacheCounter.DEREGISTRATION_FAILURES);
         @Nullable CompletableFuture<Void> failedAttempt; // null: nobody waited for this attempt
@@ -111,14 +115,29 @@ final class Deregistrar {
             lock.unlock();
         }
         if (failedAttempt != null) {
-            if (CacheFault.COMPLETE_AFTER_FAILED_DEREGISTRATION.in(faults)) {
-                failedAttempt.complete(null);
-            } else {
-                failedAttempt.completeExceptionally(DeregistrationException.of(r.registration, failure));
-            }
+            completeFailed(failedAttempt, r, failure);
         }
         if (timerDelay >= 0) {
             scheduleTimer(timerDelay);
+        }
+        return failure;
+    }
+
+    /**
+     * The outcome of an attempt on {@code r} that threw {@code failure}, for a caller that made the attempt
+     * itself and so asked for no outcome beforehand (an invalidation that won the claim).
+     */
+    CompletableFuture<Void> failedAttempt(Region r, Throwable failure) {
+        CompletableFuture<Void> outcome = new CompletableFuture<>();
+        completeFailed(outcome, r, failure);
+        return outcome;
+    }
+
+    private void completeFailed(CompletableFuture<Void> outcome, Region r, Throwable failure) {
+        if (CacheFault.COMPLETE_AFTER_FAILED_DEREGISTRATION.in(faults)) {
+            outcome.complete(null);
+        } else {
+            outcome.completeExceptionally(DeregistrationException.of(r.registration, failure));
         }
     }
 

@@ -141,12 +141,11 @@ final class RegionIndex {
 
     /** Every region overlapping {@code [from, to)} (start < to and end > from), latest start first. */
     List<Region> overlapping(long from, long to) {
-        List<Region> out = new ArrayList<>(2);
-        if (root != null) {
-            root.collectOverlapping(from, to, out);
-        } else if (singleOverlaps(from, to)) {
-            out.add(single);
+        if (root == null) { // no node: an immutable answer, half the bytes of a list (a free allocates it)
+            return singleOverlaps(from, to) ? List.of(single) : List.of();
         }
+        List<Region> out = new ArrayList<>(2);
+        root.collectOverlapping(from, to, out);
         return out;
     }
 

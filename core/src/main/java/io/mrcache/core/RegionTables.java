@@ -247,14 +247,17 @@ final class RegionTables {
     }
 
     /**
-     * The outcomes of every retiring region overlapping the range (quarantined ones too): what an
-     * invalidation waits for. With {@link CacheFault#IGNORE_RETIRING} only those in {@code justUnlinked}.
+     * The outcomes of every retiring region overlapping the range (quarantined ones too) but those in
+     * {@code ownAttempts}, whose deregistration the caller won and whose outcome it learns from its own attempt:
+     * what an invalidation waits for. With {@link CacheFault#IGNORE_RETIRING} only those in
+     * {@code justUnlinked}.
      */
     @GuardedBy("lock")
-    List<CompletableFuture<Void>> retiringOutcomes(long from, long to, List<Region> justUnlinked) {
-        List<CompletableFuture<Void>> waits = new ArrayList<>(4);
+    List<CompletableFuture<Void>> retiringOutcomes(long from, long to, List<Region> justUnlinked,
+            List<Region> ownAttempts) {
+        List<CompletableFuture<Void>> waits = new ArrayList<>(0); // the common case adds nothing: no array
         for (Region r : retiring.overlapping(from, to)) {
-            if (!CacheFault.IGNORE_RETIRING.in(faults) || justUnlinked.contains(r)) {
+            if ((!CacheFault.IGNORE_RETIRING.in(faults) || justUnlinked.contains(r)) && !ownAttempts.contains(r)) {
                 waits.add(r.deregistration());
             }
         }

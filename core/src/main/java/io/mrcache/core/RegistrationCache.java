@@ -77,7 +77,10 @@ import org.jspecify.annotations.Nullable;
  * retirer, each release, an acquire backing off) sums the cells and, on zero, competes for the CLAIMED bit
  * with a compare-and-set; the one winner deregisters (I2, I4). Eviction first sets EVICTING (acquires back
  * off as from a retired region), then sums: zero proves the region idle and it is retired, anything else and
- * the eviction withdraws, so it never takes a region from under a concurrent acquire (H5). The protocol is
+ * the eviction withdraws, so it never takes a region from under a concurrent acquire (H5). An invalidation
+ * that wins the claim of a region it unlinked waits on no outcome of it: its own attempt, made before its
+ * stage is built, is the outcome (I3 holds: the stage is built after the keys died, or fails naming them);
+ * other invalidations of the range wait on the region's outcome as usual. The protocol is
  * drawn in {@link Region}'s comment; the jcstress races exercise each side of it.
  *
  * <p>Free-hook fast path. {@code invalidate} of a range that nothing overlaps takes no lock and allocates
@@ -521,7 +524,7 @@ public final class RegistrationCache implements AutoCloseable {
                 gone = unlinked.gone();
                 toDeregister = unlinked.idle();
             }
-            waits = tables.retiringOutcomes(address, end, gone); // quarantined ones too
+            waits = tables.retiringOutcomes(address, end, gone, toDeregister); // quarantined ones too
             for (PendingRegistration p : tables.pending()) {
                 if (p.overlaps(address, end)) {
                     doomed += p.doomed ? 0 : 1;
@@ -537,7 +540,13 @@ public final class RegistrationCache implements AutoCloseable {
             tables.lock.unlock();
         }
         eviction.unlinked(gone);
-        deregisterAll(toDeregister);
+        for (int i = 0; i < toDeregister.size(); i++) { // ours to deregister: no outcome was asked for them
+            Region r = toDeregister.get(i);
+            Throwable failure = deregistrar.deregister(r);
+            if (failure != null) {
+                waits.add(deregistrar.failedAttempt(r, failure));
+            }
+        }
         CacheEvents.invalidated(event, address, end, gone.size(), doomed);
         if (CacheFault.COMPLETE_EARLY.in(faults)) {
             return Stages.DONE;
