@@ -2,7 +2,11 @@ package io.mrcache.core;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 import org.jspecify.annotations.Nullable;
@@ -256,12 +260,20 @@ final class RegionTables {
     List<CompletableFuture<Void>> retiringOutcomes(long from, long to, List<Region> justUnlinked,
             List<Region> ownAttempts) {
         List<CompletableFuture<Void>> waits = new ArrayList<>(0); // the common case adds nothing: no array
+        // a free of a large range retires thousands of regions at once: no list scan per region under the lock
+        Collection<Region> own = ownAttempts.size() <= 8 ? ownAttempts : identitySet(ownAttempts);
         for (Region r : retiring.overlapping(from, to)) {
-            if ((!CacheFault.IGNORE_RETIRING.in(faults) || justUnlinked.contains(r)) && !ownAttempts.contains(r)) {
+            if ((!CacheFault.IGNORE_RETIRING.in(faults) || justUnlinked.contains(r)) && !own.contains(r)) {
                 waits.add(r.deregistration());
             }
         }
         return waits;
+    }
+
+    private static Set<Region> identitySet(List<Region> regions) {
+        Set<Region> set = Collections.newSetFromMap(new IdentityHashMap<>(regions.size() * 2));
+        set.addAll(regions);
+        return set;
     }
 
     /** Every retired region not yet deregistered (and deregistered ones not yet dropped). */
