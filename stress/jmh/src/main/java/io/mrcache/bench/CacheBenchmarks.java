@@ -326,4 +326,40 @@ public class CacheBenchmarks {
     public int w6Miss(Contended s) {
         return missAndFree(s.cache, Workloads.MISS_BASE + (s.k++ & 4095) * Workloads.STRIDE, Workloads.REGION_BYTES);
     }
+
+    /** N idle 64 KiB regions, made again before every free (the free empties the cache). */
+    @State(Scope.Thread)
+    public static class ManyIdle {
+        @Param({"100000"})
+        int idleRegions;
+        RegistrationCache cache;
+
+        @Setup(Level.Invocation)
+        public void setup() {
+            cache = RegistrationCache.builder(new Workloads.NoopRegistrar(0)).build();
+            for (int i = 0; i < idleRegions; i++) {
+                cache.acquire(Workloads.regionAddress(i), Workloads.REGION_BYTES, Access.LOCAL_WRITE).close();
+            }
+        }
+
+        @TearDown(Level.Invocation)
+        public void tearDown() {
+            cache.close();
+        }
+    }
+
+    /**
+     * One free of a range that holds every region of {@link ManyIdle} (an arena's chunk unmapped): the
+     * invalidation and the deregistrations it makes itself. Not a row of the bench; it guards the free's cost
+     * in the number of regions, which must stay linear (one version scanned a list per region under the lock).
+     */
+    @Benchmark
+    @BenchmarkMode(Mode.SingleShotTime)
+    @OutputTimeUnit(TimeUnit.MILLISECONDS)
+    @Warmup(iterations = 3)
+    @Measurement(iterations = 5)
+    public int freeOfManyIdleRegions(ManyIdle m) {
+        m.cache.invalidateAndWait(Workloads.BASE, Workloads.regionAddress(m.idleRegions) - Workloads.BASE);
+        return m.cache.regionCount();
+    }
 }
