@@ -1,18 +1,12 @@
 package io.mrcache.core;
 
-import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.mrcache.core.events.InvalidationEvent;
 import io.mrcache.core.events.RegistrationEvent;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
@@ -136,9 +130,10 @@ import org.jspecify.annotations.Nullable;
  * the registrar and recovers from ENOMEM and refused widening; {@link Deregistrar} makes each deregistration
  * attempt and keeps the quarantine; {@link EvictionPolicy} is the Caffeine adapter and the budget walk;
  * {@link Region} holds the lease and lifecycle word; {@link RegionIndex} the immutable index;
+ * {@link CacheClose} holds the closed flag and completes a close once every region is deregistered;
  * {@link CloseTimeoutReport} says what a timed-out close waits for. The class is longer than the project's
- * 400-line guide because this comment (the single home of the concurrency argument, about 120 lines) and the
- * public {@link Builder} (about 130) live here; the protocol itself is about 520 lines.
+ * 400-line guide because this comment (the single home of the concurrency argument, about 125 lines) and the
+ * public {@link Builder} (about 130) live here; the protocol itself is about 580 lines.
  *
  * <p>References: UCX {@code src/ucs/memory/rcache.c} (merging, access union, deferred deregistration),
  * Caffeine {@code BoundedLocalCache} (the layout of this comment), {@code docs/SAFETY-MODEL.md} (the
@@ -170,13 +165,8 @@ public final class RegistrationCache implements AutoCloseable {
 
     /** The index, the retiring index, the in-flight registrations, the front table, and the lock. */
     private final RegionTables tables;
-    private volatile boolean closed;
-    @GuardedBy("tables.lock")
-    private @Nullable CompletableFuture<Void> closeCompletion;
-    /** Close's stage failed (keys were live): the owned registrar is closed by the retry that ends it. */
-    private volatile boolean closeMetAFailedDeregistration;
-    /** The owned registrar was closed (exactly once). */
-    private final AtomicBoolean registrarClosed = new AtomicBoolean();
+    /** Whether the cache is closed, and the close itself. */
+    private final CacheClose closing;
 
     private RegistrationCache(Builder b) {
         this.registrar = b.registrar;
@@ -202,6 +192,8 @@ public final class RegistrationCache implements AutoCloseable {
                 limit == null ? null : limit::describeHoldings);
         this.tenant = limit == null || share == null ? null : limit.join(share, eviction::evictColdest);
         metrics.tenant = tenant; // before the cache is published: seen through the final field
+        this.closing = new CacheClose(tables, deregistrar, eviction, registrar, b.ownsRegistrar, tenant, leakDetector,
+                faults);
     }
 
     public static Builder builder(Registrar registrar) {
@@ -279,7 +271,7 @@ public final class RegistrationCache implements AutoCloseable {
             CompletableFuture<Region> joined = null;
             tables.lock.lock();
             try {
-                if (closed) {
+                if (closing.isClosed()) {
                     throw new IllegalStateException("acquire(0x" + Long.toHexString(address) + ", "
                             + (end - address) + ") on a closed RegistrationCache: close() was called; build a new"
                             + " cache");
@@ -375,7 +367,7 @@ public final class RegistrationCache implements AutoCloseable {
             tables.dropDeregistered();
             metrics.recordRegistration(registrationNanos, reg.length());
             publish = wrong == null && (!p.doomed || CacheFault.PUBLISH_DOOMED.in(faults))
-                    && (!closed || CacheFault.CLOSE_SKIPS_PENDING.in(faults));
+                    && (!closing.isClosed() || CacheFault.CLOSE_SKIPS_PENDING.in(faults));
             if (publish) {
                 List<Region> superseded = tables.stillPublished(p.supersedes);
                 // the policy learns of the change first, so that the victims it picks for the new region leave
@@ -399,7 +391,7 @@ public final class RegistrationCache implements AutoCloseable {
         }
         CacheEvents.registered(event, p, "published");
         eviction.finishEvicted(evicted);
-        deregisterAll(toDeregister);
+        deregistrar.deregisterAll(toDeregister);
         p.published(region);
         eviction.drainEvicted();
         if (eviction.makeRoom()) {
@@ -457,16 +449,6 @@ public final class RegistrationCache implements AutoCloseable {
             deferredDeregister(r);
         } else {
             eviction.becameIdle(r);
-        }
-    }
-
-    /**
-     * Deregisters regions whose deregistration the caller won, outside the lock. An indexed loop, not
-     * {@code forEach(deregistrar::deregister)}: no bound method reference or iterator on every miss.
-     */
-    private void deregisterAll(List<Region> regions) {
-        for (int i = 0; i < regions.size(); i++) {
-            deregistrar.deregister(regions.get(i));
         }
     }
 
@@ -571,13 +553,7 @@ public final class RegistrationCache implements AutoCloseable {
      */
     private void forgetDeregistered(Region r) {
         tables.forgetDeregistered(r);
-        if (closeMetAFailedDeregistration) { // read after the hand-off: pairs with close's write, then check
-            Throwable t = closeRegistrarIfAllDeregistered();
-            if (t != null) { // close() already reported the failed deregistration; this is the only report left
-                System.getLogger(RegistrationCache.class.getName()).log(System.Logger.Level.WARNING,
-                        "closing the owned registrar " + registrar + " after the last retried deregistration failed", t);
-            }
-        }
+        closing.deregistered();
     }
 
     /**
@@ -620,82 +596,7 @@ public final class RegistrationCache implements AutoCloseable {
      * {@link #retryQuarantined()} still works).
      */
     public CompletionStage<Void> closeAsync() {
-        List<Region> toDeregister;
-        List<Region> gone;
-        CompletableFuture<Void> deregistered;
-        CompletableFuture<Void> done;
-        tables.lock.lock();
-        try {
-            if (closeCompletion != null) {
-                return closeCompletion.minimalCompletionStage();
-            }
-            tables.dropDeregistered();
-            closed = true;
-            RegionTables.Unlinked unlinked = tables.unlinkAll();
-            gone = unlinked.gone();
-            toDeregister = unlinked.idle();
-            List<CompletableFuture<Void>> waits = new ArrayList<>();
-            for (Region r : tables.retiringRegions()) { // quarantined ones too: close retries them once below
-                waits.add(r.deregistration());
-            }
-            if (!CacheFault.CLOSE_SKIPS_PENDING.in(faults)) {
-                for (PendingRegistration p : tables.pending()) {
-                    p.doomed = true;
-                    waits.add(p.settledForWaiter());
-                }
-            }
-            deregistered = Stages.allDeregistered(() -> "close", waits).toCompletableFuture();
-            done = new CompletableFuture<>();
-            closeCompletion = done;
-        } finally {
-            tables.lock.unlock();
-        }
-        if (tenant != null) {
-            tenant.limit.closing(tenant); // its guarantee returns now, its pinned bytes as they are deregistered
-        }
-        // attached outside the lock: a stage already complete runs this here, and the registrar's close must
-        // never run under the cache's lock (a slow one would block metrics() and everything else that takes it)
-        deregistered.whenComplete((ok, failure) -> {
-            if (failure != null) {
-                closeMetAFailedDeregistration = true; // a later successful retry closes the owned registrar
-            }
-            Throwable registrarFailure = closeRegistrarIfAllDeregistered();
-            Stages.completeLike(done, failure != null ? failure : registrarFailure);
-        });
-        eviction.unlinked(gone);
-        deregisterAll(toDeregister);
-        eviction.drainEvicted();
-        deregistrar.retryQuarantined(); // so that close reports, rather than waits for, a registrar that keeps failing
-        return done.minimalCompletionStage();
-    }
-
-    /**
-     * Closes an owned registrar, once, when the cache is closed and nothing it registered is live: no
-     * registration in flight, nothing retired and not yet deregistered (leased, under way or quarantined).
-     * Called when close's stage completes and, once that stage met a failed deregistration, after each
-     * successful deregistration (the retry that ends the quarantine). Never under the lock.
-     *
-     * @return what the registrar's close threw, or null
-     */
-    private @Nullable Throwable closeRegistrarIfAllDeregistered() {
-        if (!ownsRegistrar || !closed || registrarClosed.get()) {
-            return null;
-        }
-        boolean allDead;
-        tables.lock.lock();
-        try {
-            allDead = tables.allDeregistered();
-        } finally {
-            tables.lock.unlock();
-        }
-        if (allDead && registrarClosed.compareAndSet(false, true)) {
-            try {
-                registrar.close();
-            } catch (Throwable t) {
-                return t;
-            }
-        }
-        return null;
+        return closing.start();
     }
 
     /**
@@ -722,24 +623,11 @@ public final class RegistrationCache implements AutoCloseable {
      * @throws DeregistrationException  as {@link #close()}
      */
     public void close(Duration timeout) {
-        CompletionStage<Void> closing = closeAsync();
-        try {
-            closing.toCompletableFuture().get(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            throw CloseTimeoutReport.of(timeout, tables, deregistrar.quarantined(), leakDetector);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while closing", e);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new IllegalStateException(e.getCause());
-        }
+        closing.await(timeout);
     }
 
     public boolean isClosed() {
-        return closed;
+        return closing.isClosed();
     }
 
     // ------------------------------------------------------------------ metrics and introspection
@@ -825,7 +713,7 @@ public final class RegistrationCache implements AutoCloseable {
     @Override
     public String toString() {
         return "RegistrationCache[regions=" + tables.published().size() + ", pinnedBytes=" + metrics.pinnedBytes.get()
-                + ", closed=" + closed + "]";
+                + ", closed=" + closing.isClosed() + "]";
     }
 
     /** Builds a {@link RegistrationCache}. */

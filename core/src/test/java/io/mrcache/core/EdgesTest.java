@@ -637,6 +637,60 @@ class EdgesTest extends CacheTestSupport {
         assertEquals(1, closes.get(), "the registrar is closed once");
     }
 
+    /**
+     * When the retry that ends a quarantine closes the owned registrar, close() has already returned: a failure
+     * of the registrar's close has no caller left, so it is logged at WARNING with the registrar's exception.
+     * A registrar that closes cleanly logs nothing.
+     */
+    @Test
+    void anOwnedRegistrarWhoseCloseFailsAfterTheLastRetryIsLoggedWithItsException() {
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(RegistrationCache.class.getName());
+        List<java.util.logging.LogRecord> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                logged.add(record);
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        log.addHandler(capture);
+        try {
+            IllegalStateException boom = new IllegalStateException("ibv_close_device: EIO");
+            for (boolean closeFails : new boolean[] {false, true}) {
+                RecordingRegistrar recording = new RecordingRegistrar();
+                Registrar owned = new ForwardingRegistrar(recording) {
+                    @Override
+                    public void close() {
+                        recording.close();
+                        if (closeFails) {
+                            throw boom;
+                        }
+                    }
+                };
+                RegistrationCache cache = RegistrationCache.builder(owned).ownsRegistrar(true)
+                        .deregistrationRetry(DeregistrationRetry.MANUAL).build();
+                cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+                recording.deregisterFailures(r -> new RegistrationException("EBUSY", 16));
+                assertThrows(DeregistrationException.class, cache::close);
+                recording.deregisterFailures(r -> null);
+                assertEquals(0, cache.retryQuarantined());
+                assertTrue(recording.isClosed(), "the retry deregistered everything: the registrar is closed");
+            }
+            assertEquals(1, logged.size(), "only the failing close is logged: " + logged);
+            java.util.logging.LogRecord warning = logged.get(0);
+            assertEquals(java.util.logging.Level.WARNING, warning.getLevel());
+            assertSame(boom, warning.getThrown(), "the registrar's own exception is in the log");
+            assertTrue(warning.getMessage().contains("after the last retried deregistration"), warning.getMessage());
+        } finally {
+            log.removeHandler(capture);
+        }
+    }
+
     /** A close with nothing to deregister closes the owned registrar outside the cache's lock. */
     @Test
     void anOwnedRegistrarsSlowCloseDoesNotBlockTheCachesLock() throws Exception {
