@@ -21,6 +21,7 @@ import org.jspecify.annotations.Nullable;
 public final class RadixPageTable {
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Object[].class);
     private static final int PAGE_SHIFT = 12;
+    private static final long PAGE = 1L << PAGE_SHIFT;
     /** User addresses are below 2^47. */
     private static final int ADDRESS_BITS = 47;
 
@@ -76,21 +77,17 @@ public final class RadixPageTable {
 
     /** Stores {@code r} over its page-aligned range; its pages must hold no other region. Under the writers' lock. */
     public void insert(Region r) {
-        long from = r.start >>> PAGE_SHIFT << PAGE_SHIFT;
-        long to = (r.end + (1L << PAGE_SHIFT) - 1) >>> PAGE_SHIFT << PAGE_SHIFT;
-        put(root, 0, 0, from, to, r);
+        put(root, 0, 0, AddressRange.alignDown(r.start, PAGE), AddressRange.alignUp(r.end, PAGE), r);
         regions++;
     }
 
     /** Clears {@code r}'s slots and frees the directories left empty. Under the writers' lock. */
     public void remove(Region r) {
-        long from = r.start >>> PAGE_SHIFT << PAGE_SHIFT;
-        long to = (r.end + (1L << PAGE_SHIFT) - 1) >>> PAGE_SHIFT << PAGE_SHIFT;
-        clear(root, 0, 0, from, to, r);
+        clear(root, 0, 0, AddressRange.alignDown(r.start, PAGE), AddressRange.alignUp(r.end, PAGE), r);
         regions--;
     }
 
-    private void put(Dir d, int level, long base, long from, long to, @Nullable Region r) {
+    private void put(Dir d, int level, long base, long from, long to, Region r) {
         int shift = shiftAt(level);
         long span = 1L << shift;
         int first = (int) ((Math.max(from, base) - base) >>> shift);
