@@ -5,7 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mrcache.core.testing.RecordingRegistrar;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLongArray;
 import org.jetbrains.lincheck.datastructures.IntGen;
 import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
@@ -43,7 +44,8 @@ class ProtocolModelCheckingTest {
         final StartRecordingRegistrar registrar = new StartRecordingRegistrar(recording);
         /** Per range, the sequence when the last invalidation that returned began. */
         final AtomicLongArray invalidatedAt = new AtomicLongArray(2);
-        final AtomicLong i3Violations = new AtomicLong();
+        /** What each I3 violation saw, for the report: which registration, and how the stage completed. */
+        final ConcurrentLinkedQueue<String> i3Violations = new ConcurrentLinkedQueue<>();
         final RegistrationCache cache;
 
         Scenario(CacheFault... bugs) {
@@ -67,20 +69,30 @@ class ProtocolModelCheckingTest {
         public boolean invalidate(@Param(name = "range") int r) {
             long s = registrar.now();
             long from = BASE + r * PAGE;
+            Thread invoker = Thread.currentThread();
+            AtomicBoolean returned = new AtomicBoolean();
             cache.invalidate(from, PAGE).whenComplete((ok, failure) -> {
                 if (failure == null) {
-                    i3Violations.addAndGet(registrar.liveBegunBy(s, from, from + PAGE).size());
+                    for (Registration live : registrar.liveBegunBy(s, from, from + PAGE)) {
+                        // enough to tell the fast path from a late completion, should the stress mode fail
+                        i3Violations.add("invalidate(" + r + ") at sequence " + s + " completed "
+                                + (returned.get() ? "later, on " + (Thread.currentThread() == invoker
+                                        ? "the invalidating thread" : "another thread")
+                                        : "before it returned (the fast path, or nothing to wait for)")
+                                + " while " + live + ", begun at sequence " + registrar.began(live) + ", was live");
+                    }
                 }
             });
+            returned.set(true);
             invalidatedAt.accumulateAndGet(r, s, Math::max);
             return true;
         }
 
         @Validate
         public void noStageCompletedOverALiveRegistration() {
-            if (i3Violations.get() > 0) {
+            if (!i3Violations.isEmpty()) {
                 throw new IllegalStateException("I3: an invalidation's stage completed normally while a registration"
-                        + " begun before the invalidation was live");
+                        + " begun before the invalidation was live: " + String.join("; ", i3Violations));
             }
         }
     }
