@@ -10,7 +10,10 @@
  * UCX_RCACHE_CHECK_PFN=0 (the harness refuses to run otherwise).
  *
  * Build: gcc -O2 -o ucx_rcache_bench ucx_rcache_bench.c -lucs -lpthread
- * Run:   UCX_RCACHE_CHECK_PFN=0 ./ucx_rcache_bench <milliseconds per workload>
+ * Run:   UCX_RCACHE_CHECK_PFN=0 ./ucx_rcache_bench <milliseconds per workload> [--scaling] [--only <names>]
+ *        --scaling adds scaleHit:<regions> and scaleMiss:<regions>; --only runs just the comma-separated
+ *        workloads named (./mrcache bench runs each right after the same JMH benchmark, so the two sides of a
+ *        row meet the machine in the same state)
  * Output: one line per workload: "<name> <ns per operation per thread> <lowest thread CPU share>", where the
  * share is a thread's CPU time over the wall time it ran (below 1 when it was descheduled); W4 is followed by
  * "# <name> live regions at the end: <n>" to show that the 512-region limit held.
@@ -49,6 +52,15 @@ typedef struct {
 static atomic_uint next_key;
 static atomic_long live_regions;
 static volatile uint32_t sink;
+/* ",name1,name2," from --only, or NULL for every workload */
+static const char *only;
+
+static int selected(const char *name) {
+    if (only == NULL) return 1;
+    char key[80];
+    snprintf(key, sizeof(key), ",%s,", name);
+    return strstr(only, key) != NULL;
+}
 
 static uint64_t splitmix(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
@@ -193,6 +205,7 @@ static void *run(void *arg) {
 }
 
 static void bench(const char *name, int workload, int threads, int regions, long millis) {
+    if (!selected(name)) return;
     ucs_rcache_t *rc = create(workload == W4 ? MIXED_BUDGET : (unsigned long) -1);
     uint64_t hot_size[MIXED_HOT], s = 13;
     if (workload == W4) {
@@ -259,7 +272,24 @@ int main(int argc, char **argv) {
         return 0;
     }
     long millis = argc > 1 ? atol(argv[1]) : 1000;
-    int scaling = argc > 2 && strcmp(argv[2], "--scaling") == 0;
+    int scaling = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--scaling") == 0) {
+            scaling = 1;
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            size_t n = strlen(argv[++i]) + 3;
+            char *list = malloc(n);
+            snprintf(list, n, ",%s,", argv[i]);
+            only = list;
+        } else {
+            fprintf(stderr, "unknown argument %s: give <milliseconds> [--scaling] [--only name,name...]\n", argv[i]);
+            return 2;
+        }
+    }
+    if (millis <= 0) {
+        fprintf(stderr, "milliseconds per workload %s: give a positive number\n", argv[1]);
+        return 2;
+    }
     if (ucs_global_opts.rcache_check_pfn != 0) {
         fprintf(stderr, "UCX's page-frame check is on (rcache_check_pfn=%u): run with UCX_RCACHE_CHECK_PFN=0\n",
                 ucs_global_opts.rcache_check_pfn);

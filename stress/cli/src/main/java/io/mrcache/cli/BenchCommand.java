@@ -114,41 +114,59 @@ final class BenchCommand implements Callable<Integer> {
         String missIterations = quick ? "16" : "20";
         String iterationTime = quick ? "500ms" : "1s";
         BenchReport report = new BenchReport(quick ? 3 : 5);
+        List<Row> rows = rows();
         for (int r = 1; r <= reps; r++) {
-            System.err.printf("repeat %d/%d: JMH (mrcache), every iteration of %s measured: %s per hit benchmark, %s"
-                    + " per miss benchmark ...%n", r, reps, iterationTime, hitIterations, missIterations);
-            Path hits = Files.createTempFile("mrcache-jmh-hits", ".json");
-            Path misses = Files.createTempFile("mrcache-jmh-misses", ".json");
-            Path w6 = Files.createTempFile("mrcache-jmh-w6", ".json");
-            CpuShare before = CpuShare.now();
-            List<String> log = new ArrayList<>(run(List.of(java, "-jar", jar.toString(), "-f", "1", "-wi", "0", "-i",
-                    hitIterations, "-r", iterationTime, "-rf", "json", "-rff", hits.toString(),
-                    "CacheBenchmarks\\.(w1|w2|w5|scaleHit)"), Map.of()));
-            log.addAll(run(List.of(java, "-jar", jar.toString(), "-f", "1", "-wi", "0", "-i", missIterations, "-r",
-                    iterationTime, "-rf", "json", "-rff", misses.toString(), "CacheBenchmarks\\.(w3|w4|scaleMiss)"),
-                    Map.of()));
-            // W6's percentiles pool every measured iteration, so it keeps a warm-up of its own
-            log.addAll(run(List.of(java, "-jar", jar.toString(), "-f", "1", "-wi", "2", "-w", "1", "-i",
-                    quick ? "1" : "2", "-r", "1", "-rf", "json", "-rff", w6.toString(), "CacheBenchmarks\\.w6"), Map.of()));
-            double others = CpuShare.now().othersSince(before);
-            Map<String, JmhJson.Result> all = new java.util.LinkedHashMap<>(JmhJson.read(hits));
-            all.putAll(JmhJson.read(misses));
-            all.putAll(JmhJson.read(w6));
-            report.addJmh(all, others);
-            report.addJmhNotes(log);
-            for (Path p : List.of(hits, misses, w6)) {
-                Files.deleteIfExists(p);
+            // each row's two sides run back to back, so that they meet the machine in the same state (its
+            // states last minutes here); the side that goes first alternates between repeats
+            boolean ucxFirst = ucxBinary != null && r % 2 == 0;
+            System.err.printf("repeat %d/%d: %d rows, each JMH (mrcache: every iteration of %s measured, %s per hit"
+                    + " benchmark, %s per miss benchmark)%s ...%n", r, reps, rows.size(), iterationTime,
+                    hitIterations, missIterations, ucxBinary == null ? "" : ucxFirst ? " after the UCX harness"
+                            : " then the UCX harness");
+            Map<String, JmhJson.Result> all = new LinkedHashMap<>();
+            List<String> ucxLines = new ArrayList<>();
+            CpuShare.Tally mineShare = new CpuShare.Tally();
+            CpuShare.Tally ucxShare = new CpuShare.Tally();
+            for (Row row : rows) {
+                System.err.printf("repeat %d/%d, row %d/%d: %s%n", r, reps, rows.indexOf(row) + 1, rows.size(),
+                        row.benchmark() + (row.regions() == null ? "" : " at " + row.regions() + " regions"));
+                if (ucxFirst && row.ucx() != null) {
+                    ucxLines.addAll(runUcx(ucxBinary, row, quick, ucxShare));
+                }
+                CpuShare before = CpuShare.now();
+                Path out = Files.createTempFile("mrcache-jmh", ".json");
+                List<String> command = new ArrayList<>(List.of(java, "-jar", jar.toString(), "-f", "1", "-rf", "json",
+                        "-rff", out.toString()));
+                if (row.benchmark().equals("w6")) { // its percentiles pool every measured iteration: a warm-up of its own
+                    command.addAll(List.of("-wi", "2", "-w", "1", "-i", quick ? "1" : "2", "-r", "1"));
+                } else {
+                    command.addAll(List.of("-wi", "0", "-i", row.miss() ? missIterations : hitIterations, "-r",
+                            iterationTime));
+                }
+                if (row.regions() != null) {
+                    command.addAll(List.of("-p", "regions=" + row.regions()));
+                }
+                command.add("CacheBenchmarks\\." + row.benchmark() + "$");
+                report.addJmhNotes(run(command, Map.of()));
+                mineShare.add(before, CpuShare.now());
+                Map<String, JmhJson.Result> results = Files.size(out) == 0 ? Map.of() : JmhJson.read(out);
+                Files.deleteIfExists(out);
+                if (results.isEmpty()) {
+                    throw new IllegalStateException("JMH measured nothing for " + row + " (" + String.join(" ", command)
+                            + "): is " + jar + " built from this checkout?");
+                }
+                all.putAll(results);
+                if (!ucxFirst && ucxBinary != null && row.ucx() != null) {
+                    ucxLines.addAll(runUcx(ucxBinary, row, quick, ucxShare));
+                }
             }
-            System.err.printf("repeat %d/%d: JMH done, other processes took %.0f%% of the machine%n", r, reps, others * 100);
+            report.addJmh(all, mineShare.share());
+            System.err.printf("repeat %d/%d: done, other processes took %.0f%% of the machine during JMH%n", r, reps,
+                    mineShare.share() * 100);
             if (ucxBinary != null) {
-                System.err.printf("repeat %d/%d: UCX harness ...%n", r, reps);
-                before = CpuShare.now();
-                List<String> lines = run(List.of(ucxBinary.toString(), quick ? "1000" : "2000", "--scaling"),
-                        Map.of("UCX_RCACHE_CHECK_PFN", "0"));
-                others = CpuShare.now().othersSince(before);
-                report.addUcx(lines, others);
-                System.err.printf("repeat %d/%d: UCX done, other processes took %.0f%% of the machine%n", r, reps,
-                        others * 100);
+                report.addUcx(ucxLines, ucxShare.share());
+                System.err.printf("repeat %d/%d: other processes took %.0f%% of the machine during the UCX harness%n",
+                        r, reps, ucxShare.share() * 100);
             }
         }
         measureFootprint(report, java, jar, ucxBinary);
@@ -165,6 +183,49 @@ final class BenchCommand implements Callable<Integer> {
             System.err.println("updated " + updateDoc);
         }
         return 0;
+    }
+
+    /**
+     * One row of the comparison: a JMH benchmark of {@code CacheBenchmarks} (with its {@code regions} parameter
+     * for the scaling rows) and the UCX harness's workload of the same name, if it has one. UCX has no lease
+     * cells, W5 and W6 are mrcache's alone, and W4's control gives each thread a cache of its own.
+     */
+    record Row(String benchmark, @Nullable Integer regions, boolean miss, @Nullable String ucx) {
+    }
+
+    /** Every row of a run, in the order they run: the hits, then the misses, then W6. */
+    static List<Row> rows() {
+        List<Row> rows = new ArrayList<>();
+        for (String hit : List.of("w1HitExact1t", "w1HitExact2tShared", "w1HitExact2tCollide", "w1HitExact2tDisjoint",
+                "w2HitSubRange", "w5InvalidateEmpty")) {
+            boolean both = !hit.equals("w1HitExact2tCollide") && !hit.equals("w5InvalidateEmpty");
+            rows.add(new Row(hit, null, false, both ? hit : null));
+        }
+        for (int n : BenchReport.SCALE) {
+            rows.add(new Row("scaleHit", n, false, "scaleHit:" + n));
+        }
+        for (String miss : List.of("w3Miss64k", "w3MissRandom", "w4Mixed1t", "w4Mixed2t", "w4Mixed2tOwnCache")) {
+            rows.add(new Row(miss, null, true, miss.equals("w4Mixed2tOwnCache") ? null : miss));
+        }
+        for (int n : BenchReport.SCALE) {
+            rows.add(new Row("scaleMiss", n, true, "scaleMiss:" + n));
+        }
+        rows.add(new Row("w6", null, false, null));
+        return rows;
+    }
+
+    /** The UCX harness on {@code row}'s workload alone; its time goes into {@code share}. */
+    private static List<String> runUcx(Path binary, Row row, boolean quick, CpuShare.Tally share)
+            throws IOException, InterruptedException {
+        CpuShare before = CpuShare.now();
+        List<String> lines = run(List.of(binary.toString(), quick ? "1000" : "2000", "--only", row.ucx()),
+                Map.of("UCX_RCACHE_CHECK_PFN", "0"));
+        share.add(before, CpuShare.now());
+        if (lines.stream().noneMatch(l -> l.startsWith(row.ucx() + " "))) {
+            throw new IllegalStateException("the UCX harness " + binary + " printed no result for " + row.ucx()
+                    + ":\n" + String.join("\n", lines));
+        }
+        return lines;
     }
 
     private static @Nullable Path buildUcxHarness(Path root) throws IOException, InterruptedException {

@@ -38,12 +38,46 @@ public record CpuShare(long machineBusyTicks, long ownTicks, long nanos) {
 
     /** The share of the machine other processes used since {@code before}: 0 to 1, NaN when unknown. */
     public double othersSince(CpuShare before) {
+        double capacity = capacitySince(before);
+        return Double.isNaN(capacity) || capacity <= 0 ? Double.NaN : Math.max(0, othersTicksSince(before) / capacity);
+    }
+
+    /** Ticks the machine was busy since {@code before} with work not this process's or its children's. */
+    private long othersTicksSince(CpuShare before) {
+        return (machineBusyTicks - before.machineBusyTicks) - (ownTicks - before.ownTicks);
+    }
+
+    /** Ticks the machine's processors had since {@code before}; NaN when {@code /proc} could not be read. */
+    private double capacitySince(CpuShare before) {
         if (machineBusyTicks < 0 || before.machineBusyTicks < 0) {
             return Double.NaN;
         }
-        double capacity = (nanos - before.nanos) / 1e9 * TICKS_PER_SECOND * Runtime.getRuntime().availableProcessors();
-        long others = (machineBusyTicks - before.machineBusyTicks) - (ownTicks - before.ownTicks);
-        return capacity <= 0 ? Double.NaN : Math.max(0, others / capacity);
+        return (nanos - before.nanos) / 1e9 * TICKS_PER_SECOND * Runtime.getRuntime().availableProcessors();
+    }
+
+    /**
+     * Other processes' share over several intervals together (one side's rows of a repeat, which alternate
+     * with the other side's): their ticks over the processors' ticks, summed over the intervals.
+     */
+    public static final class Tally {
+        private long othersTicks;
+        private double capacity;
+        private boolean unknown;
+
+        public void add(CpuShare before, CpuShare after) {
+            double c = after.capacitySince(before);
+            if (Double.isNaN(c)) {
+                unknown = true;
+            } else {
+                othersTicks += after.othersTicksSince(before);
+                capacity += c;
+            }
+        }
+
+        /** 0 to 1; NaN when an interval could not be read, or there was none. */
+        public double share() {
+            return unknown || capacity <= 0 ? Double.NaN : Math.max(0, othersTicks / capacity);
+        }
     }
 
     public static boolean disturbed(double othersShare) {
