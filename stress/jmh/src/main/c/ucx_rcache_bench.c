@@ -304,7 +304,7 @@ int main(int argc, char **argv) {
     bench("w3MissRandom", W3_RANDOM, 1, 0, millis);
     bench("w4Mixed1t", W4, 1, 0, millis);
     bench("w4Mixed2t", W4, 2, 0, millis);
-    if (scaling) {
+    if (scaling || only != NULL) { /* a scaling workload named in --only runs without --scaling */
         static const int sizes[] = {64, 1024, 16384, 65536, 262144, 1048576};
         char name[64];
         for (int i = 0; i < 6; i++) {
