@@ -127,10 +127,11 @@ final class BenchCommand implements Callable<Integer> {
             List<String> ucxLines = new ArrayList<>();
             CpuShare.Tally mineShare = new CpuShare.Tally();
             CpuShare.Tally ucxShare = new CpuShare.Tally();
-            for (Row row : rows) {
-                System.err.printf("repeat %d/%d, row %d/%d: %s%n", r, reps, rows.indexOf(row) + 1, rows.size(),
+            for (int i = 0; i < rows.size(); i++) {
+                Row row = rows.get(i);
+                System.err.printf("repeat %d/%d, row %d/%d: %s%n", r, reps, i + 1, rows.size(),
                         row.benchmark() + (row.regions() == null ? "" : " at " + row.regions() + " regions"));
-                if (ucxFirst && row.ucx() != null) {
+                if (ucxFirst && row.onUcx()) {
                     ucxLines.addAll(runUcx(ucxBinary, row, quick, ucxShare));
                 }
                 CpuShare before = CpuShare.now();
@@ -156,7 +157,7 @@ final class BenchCommand implements Callable<Integer> {
                             + "): is " + jar + " built from this checkout?");
                 }
                 all.putAll(results);
-                if (!ucxFirst && ucxBinary != null && row.ucx() != null) {
+                if (!ucxFirst && ucxBinary != null && row.onUcx()) {
                     ucxLines.addAll(runUcx(ucxBinary, row, quick, ucxShare));
                 }
             }
@@ -187,10 +188,14 @@ final class BenchCommand implements Callable<Integer> {
 
     /**
      * One row of the comparison: a JMH benchmark of {@code CacheBenchmarks} (with its {@code regions} parameter
-     * for the scaling rows) and the UCX harness's workload of the same name, if it has one. UCX has no lease
-     * cells, W5 and W6 are mrcache's alone, and W4's control gives each thread a cache of its own.
+     * for the scaling rows) and, where {@code onUcx}, the UCX harness's workload of the same name. UCX has no
+     * lease cells, W5 and W6 are mrcache's alone, and W4's control gives each thread a cache of its own.
      */
-    record Row(String benchmark, @Nullable Integer regions, boolean miss, @Nullable String ucx) {
+    record Row(String benchmark, @Nullable Integer regions, boolean miss, boolean onUcx) {
+        /** The name of its result, as {@link JmhJson#read} gives it and the UCX harness prints it. */
+        String key() {
+            return regions == null ? benchmark : benchmark + ":" + regions;
+        }
     }
 
     /** Every row of a run, in the order they run: the hits, then the misses, then W6. */
@@ -198,19 +203,18 @@ final class BenchCommand implements Callable<Integer> {
         List<Row> rows = new ArrayList<>();
         for (String hit : List.of("w1HitExact1t", "w1HitExact2tShared", "w1HitExact2tCollide", "w1HitExact2tDisjoint",
                 "w2HitSubRange", "w5InvalidateEmpty")) {
-            boolean both = !hit.equals("w1HitExact2tCollide") && !hit.equals("w5InvalidateEmpty");
-            rows.add(new Row(hit, null, false, both ? hit : null));
+            rows.add(new Row(hit, null, false, !hit.equals("w1HitExact2tCollide") && !hit.equals("w5InvalidateEmpty")));
         }
         for (int n : BenchReport.SCALE) {
-            rows.add(new Row("scaleHit", n, false, "scaleHit:" + n));
+            rows.add(new Row("scaleHit", n, false, true));
         }
         for (String miss : List.of("w3Miss64k", "w3MissRandom", "w4Mixed1t", "w4Mixed2t", "w4Mixed2tOwnCache")) {
-            rows.add(new Row(miss, null, true, miss.equals("w4Mixed2tOwnCache") ? null : miss));
+            rows.add(new Row(miss, null, true, !miss.equals("w4Mixed2tOwnCache")));
         }
         for (int n : BenchReport.SCALE) {
-            rows.add(new Row("scaleMiss", n, true, "scaleMiss:" + n));
+            rows.add(new Row("scaleMiss", n, true, true));
         }
-        rows.add(new Row("w6", null, false, null));
+        rows.add(new Row("w6", null, false, false));
         return rows;
     }
 
@@ -218,11 +222,11 @@ final class BenchCommand implements Callable<Integer> {
     private static List<String> runUcx(Path binary, Row row, boolean quick, CpuShare.Tally share)
             throws IOException, InterruptedException {
         CpuShare before = CpuShare.now();
-        List<String> lines = run(List.of(binary.toString(), quick ? "1000" : "2000", "--only", row.ucx()),
+        List<String> lines = run(List.of(binary.toString(), quick ? "1000" : "2000", "--only", row.key()),
                 Map.of("UCX_RCACHE_CHECK_PFN", "0"));
         share.add(before, CpuShare.now());
-        if (lines.stream().noneMatch(l -> l.startsWith(row.ucx() + " "))) {
-            throw new IllegalStateException("the UCX harness " + binary + " printed no result for " + row.ucx()
+        if (lines.stream().noneMatch(l -> l.startsWith(row.key() + " "))) {
+            throw new IllegalStateException("the UCX harness " + binary + " printed no result for " + row.key()
                     + ":\n" + String.join("\n", lines));
         }
         return lines;

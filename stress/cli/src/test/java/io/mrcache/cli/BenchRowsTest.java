@@ -4,27 +4,32 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mrcache.cli.bench.BenchReport;
+import io.mrcache.cli.bench.JmhJson;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The rows {@code bench} runs side by side: each UCX workload is the harness's, named as JMH's result. */
 class BenchRowsTest {
     private static final Path HARNESS = Path.of("../jmh/src/main/c/ucx_rcache_bench.c");
 
     @Test
-    void everyRowRunsOnceAndItsUcxWorkloadCarriesTheJmhResultsName() {
+    void everyRowRunsOnceAndItsUcxWorkloadCarriesTheJmhResultsName(@TempDir Path dir) throws Exception {
         List<BenchCommand.Row> rows = BenchCommand.rows();
         Set<String> keys = new HashSet<>();
         for (BenchCommand.Row row : rows) {
-            String key = row.benchmark() + (row.regions() == null ? "" : ":" + row.regions());
+            String key = row.key();
             assertTrue(keys.add(key), "run twice in a repeat: " + key);
-            if (row.ucx() != null) {
-                assertEquals(key, row.ucx(), "the report pairs a JMH result with the UCX line of the same name");
-            }
+            Path result = dir.resolve(keys.size() + ".json");
+            Files.writeString(result, "[{\"benchmark\":\"io.mrcache.bench.CacheBenchmarks." + row.benchmark() + "\","
+                    + (row.regions() == null ? "" : "\"params\":{\"regions\":\"" + row.regions() + "\"},")
+                    + "\"primaryMetric\":{\"score\":1.0}}]");
+            assertEquals(Set.of(key), JmhJson.read(result).keySet(),
+                    "the report pairs a JMH result with the UCX line of the same name: the harness is given the key");
         }
         for (int n : BenchReport.SCALE) {
             assertTrue(keys.contains("scaleHit:" + n) && keys.contains("scaleMiss:" + n), "scaling row " + n);
@@ -39,10 +44,10 @@ class BenchRowsTest {
     void everyUcxWorkloadARowNamesIsOneTheHarnessRuns() throws Exception {
         String c = Files.readString(HARNESS);
         for (BenchCommand.Row row : BenchCommand.rows()) {
-            String ucx = row.ucx();
-            if (ucx == null) {
+            if (!row.onUcx()) {
                 continue;
             }
+            String ucx = row.key();
             String named = ucx.startsWith("scale") ? "\"" + ucx.substring(0, ucx.indexOf(':')) + ":%d\""
                     : "bench(\"" + ucx + "\"";
             assertTrue(c.contains(named), "the harness has no workload " + ucx + " (looked for " + named + ")");
