@@ -268,7 +268,10 @@ final class RegionIndex {
          * and {@link #maxEnds} with the node it copies instead of copying them. A rebuild or split makes it exact.
          */
         final long[] ends;
-        /** maxEnds[i] = max(ends[0..i]). */
+        /**
+         * maxEnds[i] = max(ends[0..i]): {@link #ends} itself where the ends never fall (disjoint regions, the
+         * common case), so that a node of them allocates, fills and reads one array fewer.
+         */
         final long[] maxEnds;
         final int[] accesses;
         final Region[] regions;
@@ -296,6 +299,13 @@ final class RegionIndex {
         }
 
         private static long[] prefixMax(long[] ends) {
+            int rise = 1;
+            while (rise < ends.length && ends[rise - 1] <= ends[rise]) {
+                rise++;
+            }
+            if (rise >= ends.length) {
+                return ends; // nondecreasing: every end is the maximum so far (the arrays are never written)
+            }
             long[] out = new long[ends.length];
             long max = Long.MIN_VALUE;
             for (int i = 0; i < ends.length; i++) {
@@ -468,13 +478,16 @@ final class RegionIndex {
         private Node withEntry(int at, Region r) {
             long[] ss = insertAt(starts, at, r.start);
             long[] es = insertAt(ends, at, r.end);
-            return new Node(ss, es, insertAt(accesses, at, r.access), insertAt(regions, at, r), NO_CHILDREN, size + 1,
-                    1);
+            boolean stillRising = maxEnds == ends && (at == 0 || ends[at - 1] <= r.end)
+                    && (at == ends.length || r.end <= ends[at]);
+            return new Node(ss, es, stillRising ? es : prefixMax(es), insertAt(accesses, at, r.access),
+                    insertAt(regions, at, r), NO_CHILDREN, size + 1, 1);
         }
 
         private Node withoutEntry(int at) {
-            return new Node(removeAt(starts, at), removeAt(ends, at), removeAt(accesses, at), removeAt(regions, at),
-                    NO_CHILDREN, size - 1, 1);
+            long[] es = removeAt(ends, at);
+            return new Node(removeAt(starts, at), es, maxEnds == ends ? es : prefixMax(es), removeAt(accesses, at),
+                    removeAt(regions, at), NO_CHILDREN, size - 1, 1);
         }
 
         /** Child {@code i} replaced; the arrays that do not change (see {@link #ends}) are shared. */

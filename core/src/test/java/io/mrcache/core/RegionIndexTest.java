@@ -181,6 +181,34 @@ class RegionIndexTest {
         assertEquals(List.of(longOne), idx.overlapping(8_001 * PAGE, 8_002 * PAGE));
     }
 
+    /**
+     * A leaf of disjoint regions keeps its ends as their running maximum (one array for both); a region that
+     * breaks the rise, inserted in the middle or removed from it, must give the leaf a running maximum of its
+     * own, or a lookup that starts from a later entry stops before the region that serves it.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    void aRegionThatBreaksTheRisingEndsOfALeafIsStillFoundFromALaterEntry(boolean reachesPastTheNext) {
+        RegionIndex idx = RegionIndex.EMPTY;
+        for (int i = 0; i < 8; i++) {
+            idx = idx.with(EdgesTest.region(i * 10 * PAGE, 4 * PAGE, LOCAL_READ), List.of());
+        }
+        // past the next: [32, 70) pages, which the short regions at 40, 50 and 60 do not reach;
+        // inside the one before: [3, 3.5) pages after [0, 4), whose end is the later one
+        Region breaking = reachesPastTheNext ? EdgesTest.region(32 * PAGE, 38 * PAGE, LOCAL_READ | LOCAL_WRITE)
+                : EdgesTest.region(3 * PAGE, PAGE / 2, LOCAL_READ | LOCAL_WRITE);
+        Region covering = reachesPastTheNext ? breaking : idx.all().getFirst();
+        long from = reachesPastTheNext ? 65 * PAGE : 3 * PAGE + PAGE / 2 + 8;
+        idx = idx.with(breaking, List.of());
+        assertSame(covering, idx.findServingUnchecked(from, from + 16, LOCAL_READ, false));
+        assertEquals(List.of(covering), idx.overlapping(from, from + 16));
+        // removing a short region keeps the breaking one findable; removing the breaking one restores the rise
+        idx = idx.with(null, List.of(idx.all().getLast()));
+        assertSame(covering, idx.findServingUnchecked(from, from + 16, LOCAL_READ, false));
+        idx = idx.with(null, List.of(breaking));
+        assertSame(reachesPastTheNext ? null : covering, idx.findServingUnchecked(from, from + 16, LOCAL_READ, false));
+    }
+
     @Test
     void anIndexOfOneRegionHoldsItWithoutANodeAndAnswersEveryQuery() {
         Region a = EdgesTest.region(10 * PAGE, 2 * PAGE, LOCAL_WRITE);
