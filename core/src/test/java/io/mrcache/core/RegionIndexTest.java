@@ -316,6 +316,31 @@ class RegionIndexTest {
         }
     }
 
+    @Test
+    void aLeafEmptiedByARemovalLeavesItsParentCountingTheRestAndATouchingRangeOverlapsNothing() {
+        // two full leaves (an ordered fill packs them), then a region past the last: a third leaf of one entry
+        // under the same root; removing it empties that leaf, and the root that stays must count what is left
+        RegionIndex idx = RegionIndex.EMPTY;
+        for (int i = 0; i < 2 * RegionIndex.FANOUT; i++) {
+            Region r = EdgesTest.region((1 + 2 * i) * PAGE, PAGE, LOCAL_WRITE); // a page's gap after each
+            idx = idx.with(r, List.of());
+            model.add(r);
+        }
+        Region past = EdgesTest.region(1_000 * PAGE, PAGE, LOCAL_WRITE);
+        RegionIndex grown = idx.with(past, List.of());
+        assertEquals(3, grown.leaves());
+        assertEquals(2, grown.height());
+        RegionIndex shrunk = grown.with(null, List.of(past));
+        assertEquals(2, shrunk.leaves(), "the emptied leaf is gone");
+        assertEquals(2 * RegionIndex.FANOUT, shrunk.size(), "and the root counts the two leaves left");
+        assertEquals(model, shrunk.all());
+        for (Region r : model) { // each region's own end and start, seen from the gap beside it
+            assertFalse(shrunk.overlapsAny(r.end, r.end + PAGE), "a range starting at a region's end");
+            assertFalse(shrunk.overlapsAny(r.start - PAGE, r.start), "a range ending at a region's start");
+            assertTrue(shrunk.overlapsAny(r.end - 1, r.end + PAGE));
+        }
+    }
+
     private @Nullable Region modelFind(long from, long to, int access, boolean widen) {
         for (int i = model.size() - 1; i >= 0; i--) {
             Region r = model.get(i);
