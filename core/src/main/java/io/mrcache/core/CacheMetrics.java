@@ -16,6 +16,14 @@ final class CacheMetrics {
     @Nullable Tenant tenant;
     final AtomicLong regions = new AtomicLong();
     /**
+     * The part of {@link #pinnedBytes} and {@link #regions} that registrations hold whose publication (or discard)
+     * has not yet made room for them. The budget walk leaves those to their own registering thread, which walks
+     * once it has settled ({@link EvictionPolicy#makeRoom}); without this, every release on another thread in
+     * the window between a registration and its publication's eviction walked the policy for nothing.
+     */
+    private final AtomicLong unsettledBytes = new AtomicLong();
+    private final AtomicLong unsettledRegions = new AtomicLong();
+    /**
      * Nanoseconds per successful register call. Plain histograms, written and copied only under the cache's
      * lock, which a registration takes anyway to publish: a concurrent histogram would add three atomic
      * operations per record to every miss.
@@ -61,9 +69,50 @@ final class CacheMetrics {
         counters[counter.ordinal()].add(n);
     }
 
+    /** A registration succeeded in a cache without a budget: it pins. */
     void registered(long pinned) {
         pinnedBytes.addAndGet(pinned);
         regions.incrementAndGet();
+    }
+
+    /**
+     * A registration succeeded in a cache with a budget: it pins, and is unsettled until {@link #settled}. The
+     * unsettled part is added first, so that a reader of the counts that sees it pinned sees it unsettled too.
+     */
+    void registeredUnsettled(long pinned) {
+        unsettledBytes.addAndGet(pinned);
+        unsettledRegions.incrementAndGet();
+        registered(pinned);
+    }
+
+    /** The registration of {@code pinned} bytes was published (its victims chosen) or discarded. */
+    void settled(long pinned) {
+        unsettledBytes.addAndGet(-pinned);
+        unsettledRegions.decrementAndGet();
+    }
+
+    /**
+     * Whether the settled registrations alone exceed {@code budget}. The counts are read before the unsettled
+     * part: a registration that lands between the reads is then subtracted without being counted, and its own
+     * thread reads the budget again once it has settled. The other order counted it as settled, and the walk
+     * it set off found nothing to evict.
+     */
+    boolean settledExceed(Budget budget) {
+        return settledExcessBytes(budget) > 0 || settledExcessRegions(budget) > 0;
+    }
+
+    /** Settled pinned bytes over the budget's bound; zero when within it. */
+    long settledExcessBytes(Budget budget) {
+        long pinned = pinnedBytes.get();
+        long settled = pinned - unsettledBytes.get(); // negative while a registration lands between the reads
+        return settled > budget.maxPinnedBytes() ? settled - budget.maxPinnedBytes() : 0;
+    }
+
+    /** Settled regions over the budget's bound; zero when within it. */
+    long settledExcessRegions(Budget budget) {
+        long count = regions.get();
+        long settled = count - unsettledRegions.get();
+        return settled > budget.maxRegions() ? settled - budget.maxRegions() : 0;
     }
 
     /**

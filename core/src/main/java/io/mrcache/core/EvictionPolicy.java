@@ -18,8 +18,9 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Without a budget nothing is ever evicted, so an unbounded cache keeps Caffeine out of hits and misses
  * altogether. Regions the policy retires are unlinked by the thread that made the policy call (a
- * publication's victims in the publication's own index copy, {@link #pollEvicted()}; others through
- * {@link #drainEvicted()}) and deregistered outside every lock. A victim leaves the policy when it is chosen
+ * publication's victims in the publication's own index copy, returned by {@link #published}; a walk's before
+ * it reads the budget again; the few chosen elsewhere, such as a re-entry's, through {@link #drainEvicted()})
+ * and deregistered outside every lock. A victim leaves the policy when it is chosen
  * (Caffeine's own eviction, or the walk in the same hold of the policy lock), not when it is unlinked: one
  * hold of the policy lock fewer per eviction. The cache's lock holder waits on the policy lock inside, so this
  * cut the time the soak's two threads waited on the cache's lock too (counted: 5.4 s to 2.2 s per million
@@ -44,8 +45,23 @@ final class EvictionPolicy {
     private final RegionHandoff reentering = new RegionHandoff();
     /** Held around every write to the policy and every walk of it (see {@link #writing}). */
     private final SpinningLock policyLock = new SpinningLock();
+    /**
+     * While a thread holds {@link #policyLock} to write or walk: the list that the regions Caffeine evicts go to,
+     * so that this thread unlinks them itself (a publication in its own index copy). Handed to another thread,
+     * a victim could be taken by a release's {@link #drainEvicted} before the publisher polled it: the publisher
+     * then saw the cache over budget and walked for one more victim than it needed, and the release unlinked
+     * under the cache's lock (measured on W4 with two threads: a walk for nearly every miss). Null otherwise.
+     */
+    private @Nullable List<Region> victimsOfHolder;
+    /** Set when Caffeine's maintenance ran under the policy lock since its holder cleared it ({@link #writing}). */
+    private boolean maintained;
     /** Calls of {@link #makeRoom} not yet served: nonzero while a thread walks. */
     private final AtomicInteger roomRequests = new AtomicInteger();
+
+    /** Whether a budget bounds the cache (without one the policy is never used). */
+    boolean bounded() {
+        return bounded;
+    }
 
     EvictionPolicy(Budget budget, CacheMetrics metrics, int faults, Consumer<List<Region>> unlink,
             Deregistrar deregistrar) {
@@ -63,7 +79,7 @@ final class EvictionPolicy {
                 .<Region, Region>weigher((k, v) -> byBytes
                         ? (int) Math.min(Integer.MAX_VALUE, Math.max(1, (k.pinnedBytes + WEIGHT_UNIT - 1) / WEIGHT_UNIT))
                         : 1)
-                .executor(Runnable::run)
+                .executor(this::maintain)
                 .evictionListener((@Nullable Region k, @Nullable Region v, RemovalCause cause) -> onPolicyEviction(k, cause))
                 .build();
         this.coldestFirst = policy.policy().eviction().orElseThrow();
@@ -72,15 +88,17 @@ final class EvictionPolicy {
     /**
      * A region was published in place of {@code superseded} (which leave the policy first, in the same hold).
      * Caffeine may evict here (TinyLFU admission may reject the new region itself); the cache calls this under
-     * its lock and unlinks the victims ({@link #pollEvicted}) in the same index copy.
+     * its lock and unlinks the victims returned, retired and claimed already, in the same index copy, then
+     * deregisters them ({@link #finishEvicted}).
      */
-    void published(Region r, List<Region> superseded) {
-        if (bounded) {
-            writing(() -> {
-                superseded.forEach(policy::invalidate);
-                policy.put(r, r);
-            });
+    List<Region> published(Region r, List<Region> superseded) {
+        if (!bounded) {
+            return List.of();
         }
+        return writing(() -> {
+            superseded.forEach(policy::invalidate);
+            policy.put(r, r);
+        });
     }
 
     /** Regions the policy holds now (tests check that regions leaving the index leave the policy too). */
@@ -91,7 +109,7 @@ final class EvictionPolicy {
     /** Regions left the index (invalidated, closed): one hold of the policy lock for all of them. */
     void unlinked(List<Region> regions) {
         if (bounded && !regions.isEmpty()) {
-            writing(() -> regions.forEach(policy::invalidate));
+            handOff(writing(() -> regions.forEach(policy::invalidate)));
         }
     }
 
@@ -121,7 +139,13 @@ final class EvictionPolicy {
         }
         if (retireIdle(r) || (CacheFault.EVICT_LEASED.in(faults) && r.isLive() && r.forceRetireForFault())) {
             r.leftPolicy = true; // Caffeine removed it already
-            evicted.add(r);
+            List<Region> mine = policyLock.isHeldByCurrentThread() ? victimsOfHolder : null;
+            if (mine != null) {
+                mine.add(r);
+            } else {
+                evicted.add(r);
+            }
+            Region.raceWindowsForTest.afterVictimChosen(r);
         } else if (CacheFault.LOSE_POLICY_DROPS.in(faults)) {
             if (r.isLive()) {
                 metrics.increment(CacheCounter.EVICTIONS_WITHDRAWN);
@@ -159,12 +183,12 @@ final class EvictionPolicy {
     /** Puts a dropped region back; takes it out again if it was retired meanwhile (its unlinking may be past). */
     private void reenter(Region r) {
         Region.raceWindowsForTest.beforeReentry(r);
-        writing(() -> {
+        handOff(writing(() -> {
             policy.put(r, r);
             if (r.isRetired()) {
                 policy.invalidate(r);
             }
-        });
+        }));
     }
 
     /**
@@ -178,7 +202,7 @@ final class EvictionPolicy {
     boolean makeRoom() {
         // Within budget there is nothing to serve: most calls (every release of a bounded cache) end on these
         // two reads, without writing the counter that the other threads' calls write too.
-        if (!budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get())) {
+        if (!budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get()) || !metrics.settledExceed(budget)) {
             return false;
         }
         // One thread walks at a time. A second caller would only wait on the policy lock to walk the entries
@@ -197,14 +221,18 @@ final class EvictionPolicy {
     }
 
     private boolean walkUntilWithinBudget() {
-        while (budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get())) {
-            long excessBytes = metrics.pinnedBytes.get() - budget.maxPinnedBytes();
-            long excessRegions = metrics.regions.get() - budget.maxRegions();
+        for (;;) {
+            long excessBytes = metrics.settledExcessBytes(budget);
+            long excessRegions = metrics.settledExcessRegions(budget);
+            if (excessBytes == 0 && excessRegions == 0) {
+                return false;
+            }
             List<Region> victims;
-            boolean retiredAny = false;
+            List<Region> mine = new ArrayList<>();
             int withdrawn = 0;
             policyLock.lock();
             try {
+                victimsOfHolder = mine; // Caffeine's own evictions in the snapshot's maintenance are ours to unlink
                 victims = coldestFirst.coldest(stream -> {
                     List<Region> picked = new ArrayList<>();
                     long freedBytes = 0;
@@ -223,25 +251,28 @@ final class EvictionPolicy {
                     if (retireIdle(r)) {
                         policy.invalidate(r);
                         r.leftPolicy = true;
-                        evicted.add(r);
-                        retiredAny = true;
+                        mine.add(r);
                     } else if (r.isLive()) {
                         withdrawn++; // leased since it was picked
                         afterWithdrawal(r);
                     }
                 }
             } finally {
+                victimsOfHolder = null;
                 policyLock.unlock();
             }
             if (withdrawn > 0) {
                 metrics.add(CacheCounter.EVICTIONS_WITHDRAWN, withdrawn);
             }
+            if (!mine.isEmpty()) { // unlinked and deregistered before the budget is read again
+                unlink.accept(mine);
+                finishEvicted(mine);
+            }
             drainEvicted();
-            if (!retiredAny) {
+            if (mine.isEmpty()) {
                 return true;
             }
         }
-        return false;
     }
 
     /**
@@ -328,14 +359,43 @@ final class EvictionPolicy {
      * threads missing at once one nearly always finds the other in Caffeine's maintenance after its write. Under
      * this lock only one thread writes or walks at a time, so Caffeine's lock is seldom contended, and a thread
      * that waits here spins first: these holds take a few microseconds. Reads ({@link #becameIdle}'s access
-     * record on a hit) stay outside it.
+     * record on a hit) stay outside it. Returns the victims Caffeine chose in this write (see
+     * {@link #victimsOfHolder}).
      */
-    private void writing(Runnable write) {
+    private List<Region> writing(Runnable write) {
+        List<Region> victims = new ArrayList<>(2);
         policyLock.lock();
         try {
-            write.run();
+            victimsOfHolder = victims;
+            maintained = false;
+            write.run(); // Caffeine's maintenance runs inside (maintain), unless a release held its lock
+            if (!maintained) {
+                policy.cleanUp(); // then here and now: the write's victims are this thread's to unlink
+            }
         } finally {
+            victimsOfHolder = null;
             policyLock.unlock();
+        }
+        return victims;
+    }
+
+    /** Victims that the thread which chose them will not unlink itself: for {@link #drainEvicted}. */
+    private void handOff(List<Region> victims) {
+        for (int i = 0; i < victims.size(); i++) {
+            evicted.add(victims.get(i));
+        }
+    }
+
+    /**
+     * Caffeine's executor: its maintenance (draining the recorded reads, applying writes, evicting) runs here,
+     * on the calling thread. A write under the policy lock notes that it ran, so that {@link #writing} runs it
+     * itself when Caffeine could not (a release was draining its reads), and the write's victims are always
+     * chosen while this thread holds the lock ({@link #victimsOfHolder}).
+     */
+    private void maintain(Runnable maintenance) {
+        maintenance.run();
+        if (policyLock.isHeldByCurrentThread()) {
+            maintained = true;
         }
     }
 
@@ -358,16 +418,12 @@ final class EvictionPolicy {
         } while (!evicted.isEmpty() || !reentering.isEmpty());
     }
 
-    /**
-     * Takes the regions the policy retired and nobody has unlinked yet. The caller unlinks them (the cache
-     * does so in the same index copy as the publication whose {@link #published} chose them) and then calls
-     * {@link #finishEvicted}.
-     */
-    List<Region> pollEvicted() {
+    /** Takes the regions retired outside a holder's call (handed off) that nobody has unlinked yet. */
+    private List<Region> pollEvicted() {
         return evicted.isEmpty() ? List.of() : evicted.takeAll();
     }
 
-    /** Counts and deregisters unlinked victims of {@link #pollEvicted}. Outside every lock. */
+    /** Counts and deregisters unlinked victims (retired and claimed by the policy). Outside every lock. */
     void finishEvicted(List<Region> batch) {
         for (Region r : batch) {
             metrics.increment(CacheCounter.EVICTIONS);

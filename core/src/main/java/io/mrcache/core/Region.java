@@ -464,6 +464,13 @@ final class Region {
         default void beforeJoinerLease(Region r) {
         }
 
+        /**
+         * The policy chose this idle region as a victim and retired it, inside the policy call of a publication
+         * (or of a walk); the thread that made the call has not unlinked it yet.
+         */
+        default void afterVictimChosen(Region r) {
+        }
+
         /** A harvest read a word past the threshold; it has not swapped the harvested hits out yet. */
         default void beforeHarvestSwap(Region r) {
         }

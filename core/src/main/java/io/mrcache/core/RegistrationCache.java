@@ -118,9 +118,14 @@ import org.jspecify.annotations.Nullable;
  * and re-enters the policy when it is next idle, put back by whichever thread sees it idle last (see
  * {@link EvictionPolicy#becameIdle}). After each registration and
  * each release that leaves the cache over budget, {@link EvictionPolicy#makeRoom} walks Caffeine's coldest entries to get
- * back within both bounds (bytes and count); see {@link EvictionPolicy}. A publication's victims leave the
- * index in the publication's own copy; other evicted regions are unlinked by the thread that made the policy
- * call; all are deregistered outside every lock.
+ * back within both bounds (bytes and count); see {@link EvictionPolicy}. The walk counts only settled
+ * registrations: one between its register call and the end of its publication (or discard) is left to its own
+ * thread, which reads the budget again once it has settled, so a release elsewhere never evicts for it.
+ * Every write to the policy completes Caffeine's maintenance (where it evicts) before it lets go of the policy
+ * lock, so the victims of a write are chosen in it, and they are that thread's: a publication's leave the index
+ * in the publication's own copy, a walk's before it reads the budget again; all are deregistered outside every
+ * lock. A release that drains Caffeine's recorded reads finds nothing to evict, and nobody else's victims to
+ * unlink under the cache's lock.
  *
  * <h2>Where the parts live</h2>
  * <p>This class keeps the API and the protocol above: what happens under the lock, and in which order.
@@ -356,7 +361,32 @@ public final class RegistrationCache implements AutoCloseable {
         if (tenant != null) {
             tenant.limit.settle(tenant, reserved, pinned);
         }
-        metrics.registered(pinned);
+        if (!eviction.bounded()) { // nothing to make room for: no settling to count
+            metrics.registered(pinned);
+            return publishOrDiscard(p, reg, pinned, registrationNanos, event, address, end, access, stripe);
+        }
+        metrics.registeredUnsettled(pinned); // other threads' walks leave it to us until it is published or discarded
+        Region published;
+        try {
+            published = publishOrDiscard(p, reg, pinned, registrationNanos, event, address, end, access, stripe);
+        } finally {
+            metrics.settled(pinned);
+        }
+        if (published != null) { // settled: the walk now counts it
+            eviction.drainEvicted();
+            if (eviction.makeRoom()) {
+                metrics.increment(CacheCounter.BUDGET_OVERRUNS);
+            }
+        }
+        return published;
+    }
+
+    /**
+     * Publishes a registered entry unless it is doomed, closed or wrong, and deregisters what it displaced;
+     * null means retry.
+     */
+    private @Nullable Region publishOrDiscard(PendingRegistration p, Registration reg, long pinned,
+            long registrationNanos, RegistrationEvent event, long address, long end, int access, int stripe) {
         Region region = new Region(reg, pinned, 1, stripe); // the caller's lease, in the region's base word
         String wrong = recovery.wrongResult(p, address, end, access, reg);
         List<Region> toDeregister = List.of();
@@ -372,8 +402,7 @@ public final class RegistrationCache implements AutoCloseable {
                 List<Region> superseded = tables.stillPublished(p.supersedes);
                 // the policy learns of the change first, so that the victims it picks for the new region leave
                 // in the same index copy as the publication (one copy and one lock per miss, not two)
-                eviction.published(region, superseded);
-                evicted = eviction.pollEvicted();
+                evicted = eviction.published(region, superseded);
                 toDeregister = tables.publish(region, superseded, evicted);
                 if (!superseded.isEmpty()) {
                     metrics.countUnderLock(p.upgrade ? CacheCounter.ACCESS_UPGRADES : CacheCounter.MERGES, 1);
@@ -393,10 +422,6 @@ public final class RegistrationCache implements AutoCloseable {
         eviction.finishEvicted(evicted);
         deregistrar.deregisterAll(toDeregister);
         p.published(region);
-        eviction.drainEvicted();
-        if (eviction.makeRoom()) {
-            metrics.increment(CacheCounter.BUDGET_OVERRUNS);
-        }
         return region;
     }
 

@@ -359,4 +359,48 @@ class RaceWindowsTest extends CacheTestSupport {
         joined.close();
         cache.close();
     }
+
+    /**
+     * A publication's victims are the publisher's to unlink, in its own index copy: a release on another thread
+     * while the policy chooses them (the release drains the regions evicted elsewhere) finds none. When that
+     * release could take them, it unlinked them later under the cache's lock, the publisher found the cache
+     * one region over its budget and walked for another victim: two evictions where one was needed.
+     */
+    @Test
+    void aReleaseOnAnotherThreadWhileAPublicationChoosesItsVictimLeavesItToThePublisher() throws Exception {
+        int budget = 64;
+        RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, budget))
+                .build();
+        for (int i = 0; i < budget; i++) {
+            cache.acquire(BASE + i * 8 * PAGE, PAGE, LOCAL_WRITE).close();
+        }
+        Lease held = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        AtomicReference<Region> victim = new AtomicReference<>();
+        AtomicReference<Thread> releaser = new AtomicReference<>();
+        within(new Region.RaceWindows() {
+            @Override
+            public void afterVictimChosen(Region r) {
+                if (victim.compareAndSet(null, r)) {
+                    Thread t = new Thread(held::close, "releaser");
+                    releaser.set(t);
+                    t.start();
+                    try {
+                        t.join(TimeUnit.SECONDS.toMillis(5)); // done at once, unless it waits for our lock
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            }
+        }, () -> {
+            cache.acquire(BASE + budget * 8 * PAGE, PAGE, LOCAL_WRITE).close();
+            return null;
+        });
+        releaser.get().join();
+        assertTrue(victim.get() != null && victim.get().start != BASE, "the policy chose an idle victim: " + victim);
+        assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS), "one region over the budget, one eviction");
+        assertEquals(budget, cache.regionCount(), "the budget is full, not one short");
+        assertFalse(cache.registrations().stream().anyMatch(g -> g.address() == victim.get().start),
+                "the victim left the index");
+        cache.close();
+    }
 }
