@@ -55,6 +55,14 @@ final class EvictionPolicy {
     private @Nullable List<Region> victimsOfHolder;
     /** Set when Caffeine's maintenance ran under the policy lock since its holder cleared it ({@link #writing}). */
     private boolean maintained;
+    /**
+     * Set while the last walk ended with the cache over budget (every region it could take was leased, or
+     * quarantined): only then can a release, by making a region idle, let a walk succeed, so only then does a
+     * release walk. The walker sets it before it walks once more, and a release reads it after its lease write:
+     * either that walk sees the region idle or the release sees the flag and walks (sequentially consistent,
+     * as the lease protocol). Registrations read the budget themselves, after they settle.
+     */
+    private volatile boolean overrun;
     /** Calls of {@link #makeRoom} not yet served: nonzero while a thread walks. */
     private final AtomicInteger roomRequests = new AtomicInteger();
 
@@ -113,24 +121,27 @@ final class EvictionPolicy {
         }
     }
 
-    /** The release of a lease left {@code r} idle: record the access, then restore the budget. */
+    /**
+     * The release of a lease on {@code r}: record the access (or put a dropped region back once idle), then
+     * restore the budget if a walk left it exceeded ({@link #overrun}). A hit's release reads no word that a miss
+     * writes unless it must: not the other threads' lease cells (a region's idleness matters only once the
+     * policy dropped it), not the pinned counts.
+     */
     void becameIdle(Region r) {
         if (!bounded) {
             return; // without a budget there is no policy to inform and nothing to evict
         }
-        boolean dropped = r.isDroppedByPolicy(); // read after the release's lease write: see markDropped
-        if (!r.isIdle()) {
-            return;
-        }
-        if (dropped) {
-            if (r.claimReentry()) {
+        if (r.isDroppedByPolicy()) { // read after the release's lease write: see markDropped
+            if (r.isIdle() && r.claimReentry()) {
                 reenter(r);
             }
         } else {
             var _ = policy.getIfPresent(r); // only to record the access
         }
         drainEvicted();
-        makeRoom();
+        if (overrun) {
+            makeRoom();
+        }
     }
 
     private void onPolicyEviction(@Nullable Region r, RemovalCause cause) {
@@ -200,9 +211,9 @@ final class EvictionPolicy {
      *     quarantined); false when it left the cache within budget, or left the walk to a thread already walking
      */
     boolean makeRoom() {
-        // Within budget there is nothing to serve: most calls (every release of a bounded cache) end on these
-        // two reads, without writing the counter that the other threads' calls write too.
-        if (!budget.exceededBy(metrics.pinnedBytes.get(), metrics.regions.get()) || !metrics.settledExceed(budget)) {
+        // Within budget there is nothing to serve: most calls end on these reads, without writing the counter that
+        // the other threads' calls write too. A set flag is cleared by a walker only (the walk ends at once).
+        if (!metrics.settledExceed(budget) && !overrun) {
             return false;
         }
         // One thread walks at a time. A second caller would only wait on the policy lock to walk the entries
@@ -215,6 +226,11 @@ final class EvictionPolicy {
         int served = 1;
         do {
             over = walkUntilWithinBudget();
+            if (over && !overrun) {
+                overrun = true; // releases walk from now on; a release just before this is seen by this walk:
+                over = walkUntilWithinBudget();
+            }
+            overrun = over;
             served = roomRequests.addAndGet(-served);
         } while (served != 0);
         return over;

@@ -116,9 +116,9 @@ import org.jspecify.annotations.Nullable;
  * the new region itself), the listener retires it only if {@link Region#tryRetireIdle} proves it idle; a
  * victim it cannot evict (leased, or marked by another evictor that may yet withdraw) stays cached, marked,
  * and re-enters the policy when it is next idle, put back by whichever thread sees it idle last (see
- * {@link EvictionPolicy#becameIdle}). After each registration and
- * each release that leaves the cache over budget, {@link EvictionPolicy#makeRoom} walks Caffeine's coldest entries to get
- * back within both bounds (bytes and count); see {@link EvictionPolicy}. The walk counts only settled
+ * {@link EvictionPolicy#becameIdle}). After each registration, and after each release while the last walk left
+ * the cache over budget (every region it could take was leased), {@link EvictionPolicy#makeRoom} walks Caffeine's
+ * coldest entries to get back within both bounds (bytes and count); see {@link EvictionPolicy}. The walk counts only settled
  * registrations: one between its register call and the end of its publication (or discard) is left to its own
  * thread, which reads the budget again once it has settled, so a release elsewhere never evicts for it.
  * Every write to the policy completes Caffeine's maintenance (where it evicts) before it lets go of the policy
