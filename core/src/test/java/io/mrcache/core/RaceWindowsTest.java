@@ -377,6 +377,7 @@ class RaceWindowsTest extends CacheTestSupport {
         Lease held = cache.acquire(BASE, PAGE, LOCAL_WRITE);
         AtomicReference<Region> victim = new AtomicReference<>();
         AtomicReference<Thread> releaser = new AtomicReference<>();
+        boolean[] releaseDoneInWindow = {false};
         within(new Region.RaceWindows() {
             @Override
             public void afterVictimChosen(Region r) {
@@ -384,11 +385,12 @@ class RaceWindowsTest extends CacheTestSupport {
                     Thread t = new Thread(held::close, "releaser");
                     releaser.set(t);
                     t.start();
-                    try {
-                        t.join(TimeUnit.SECONDS.toMillis(5)); // done at once, unless it waits for our lock
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
+                    // done at once, unless it took the victim and parks on the lock this thread holds
+                    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+                    while (t.isAlive() && t.getState() != Thread.State.WAITING && System.nanoTime() < until) {
+                        Thread.onSpinWait();
                     }
+                    releaseDoneInWindow[0] = !t.isAlive();
                 }
             }
         }, () -> {
@@ -397,6 +399,8 @@ class RaceWindowsTest extends CacheTestSupport {
         });
         releaser.get().join();
         assertTrue(victim.get() != null && victim.get().start != BASE, "the policy chose an idle victim: " + victim);
+        assertTrue(releaseDoneInWindow[0], "the release found none of the publication's victims to unlink: it did"
+                + " not wait for the publisher's lock");
         assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS), "one region over the budget, one eviction");
         assertEquals(budget, cache.regionCount(), "the budget is full, not one short");
         assertFalse(cache.registrations().stream().anyMatch(g -> g.address() == victim.get().start),
