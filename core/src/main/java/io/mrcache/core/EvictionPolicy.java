@@ -50,7 +50,8 @@ final class EvictionPolicy {
      * so that this thread unlinks them itself (a publication in its own index copy). Handed to another thread,
      * a victim could be taken by a release's {@link #drainEvicted} before the publisher polled it: the publisher
      * then saw the cache over budget and walked for one more victim than it needed, and the release unlinked
-     * under the cache's lock (measured on W4 with two threads: a walk for nearly every miss). Null otherwise.
+     * under the cache's lock ({@code RaceWindowsTest}: two evictions for one region over the budget). Null
+     * otherwise.
      */
     private @Nullable List<Region> victimsOfHolder;
     /** Set when Caffeine's maintenance ran under the policy lock since its holder cleared it ({@link #writing}). */

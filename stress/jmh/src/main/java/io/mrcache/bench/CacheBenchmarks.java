@@ -182,7 +182,7 @@ public class CacheBenchmarks {
             Workloads.SplitMix rnd = new Workloads.SplitMix(13);
             for (int i = 0; i < hotSize.length; i++) {
                 hotSize[i] = Workloads.randomSize(rnd);
-                cache.acquire(Workloads.MIXED_BASE + i * (2L << 20), hotSize[i], Access.LOCAL_WRITE).close();
+                cache.acquire(Workloads.mixedHotAddress(i), hotSize[i], Access.LOCAL_WRITE).close();
             }
         }
 
@@ -205,21 +205,20 @@ public class CacheBenchmarks {
         @Setup
         public void setup(ThreadParams t) {
             rnd = new Workloads.SplitMix(17 + t.getThreadIndex());
-            coldBase = Workloads.MIXED_HOT + t.getThreadIndex() * Workloads.COLD_PER_THREAD;
+            coldBase = Workloads.mixedColdBase(t.getThreadIndex());
         }
     }
 
     private static int mixed(Mixed m, MixedCursor c) {
         long r = c.rnd.next();
-        if (Long.remainderUnsigned(r, 10) != 0) {
-            int i = (int) Long.remainderUnsigned(r >>> 8, Workloads.MIXED_HOT);
-            return use(m.cache, Workloads.MIXED_BASE + i * (2L << 20), m.hotSize[i]);
+        if (!Workloads.mixedIsMiss(r)) {
+            int i = Workloads.mixedHotIndex(r);
+            return use(m.cache, Workloads.mixedHotAddress(i), m.hotSize[i]);
         }
         if (c.cold == Workloads.COLD_PER_THREAD) {
             throw new IllegalStateException("W4's cold stream ran out: shorten the run");
         }
-        long a = Workloads.MIXED_BASE + (c.coldBase + c.cold++) * (2L << 20);
-        return use(m.cache, a, (1 + Long.remainderUnsigned(r >>> 16, 256)) * 4096);
+        return use(m.cache, Workloads.mixedColdAddress(c.coldBase + c.cold++), Workloads.mixedColdLength(r));
     }
 
     @Benchmark

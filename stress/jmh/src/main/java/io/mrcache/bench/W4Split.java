@@ -49,14 +49,14 @@ public final class W4Split {
         long[] hotSize = new long[Workloads.MIXED_HOT];
         for (int i = 0; i < hotSize.length; i++) {
             hotSize[i] = Workloads.randomSize(sizes);
-            cache.acquire(Workloads.MIXED_BASE + i * (2L << 20), hotSize[i], Access.LOCAL_WRITE).close();
+            cache.acquire(Workloads.mixedHotAddress(i), hotSize[i], Access.LOCAL_WRITE).close();
         }
         Tally[] tallies = new Tally[threads];
         Thread[] workers = new Thread[threads];
         long deadline = System.nanoTime() + millis * 1_000_000L;
         for (int t = 0; t < threads; t++) {
             Tally tally = tallies[t] = new Tally();
-            long coldBase = Workloads.MIXED_HOT + t * Workloads.COLD_PER_THREAD;
+            long coldBase = Workloads.mixedColdBase(t);
             Workloads.SplitMix rnd = new Workloads.SplitMix(17 + t);
             workers[t] = new Thread(() -> run(cache, hotSize, rnd, coldBase, deadline, allHits, tally), "w4-" + t);
         }
@@ -94,15 +94,15 @@ public final class W4Split {
         long sink = 0;
         while ((tally.ops & 1023) != 0 || System.nanoTime() < deadline) {
             long r = rnd.next();
-            boolean miss = !allHits && Long.remainderUnsigned(r, 10) == 0;
+            boolean miss = !allHits && Workloads.mixedIsMiss(r);
             long address;
             long length;
             if (miss) {
-                address = Workloads.MIXED_BASE + (coldBase + cold++) * (2L << 20);
-                length = (1 + Long.remainderUnsigned(r >>> 16, 256)) * 4096;
+                address = Workloads.mixedColdAddress(coldBase + cold++);
+                length = Workloads.mixedColdLength(r);
             } else {
-                int i = (int) Long.remainderUnsigned(r >>> 8, Workloads.MIXED_HOT);
-                address = Workloads.MIXED_BASE + i * (2L << 20);
+                int i = Workloads.mixedHotIndex(r);
+                address = Workloads.mixedHotAddress(i);
                 length = hotSize[i];
             }
             long t0 = System.nanoTime();

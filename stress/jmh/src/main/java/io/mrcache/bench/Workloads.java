@@ -74,6 +74,36 @@ public final class Workloads {
         return out;
     }
 
+    /** W4: the address of hot region {@code i} (of {@link #MIXED_HOT}), each 2 MiB apart. */
+    public static long mixedHotAddress(int i) {
+        return MIXED_BASE + i * (2L << 20);
+    }
+
+    /** W4: the first cold buffer of thread {@code thread}'s stream, as an index for {@link #mixedColdAddress}. */
+    public static long mixedColdBase(int thread) {
+        return MIXED_HOT + thread * COLD_PER_THREAD;
+    }
+
+    /** W4: the address of cold buffer {@code n}, 2 MiB apart like the hot ones. */
+    public static long mixedColdAddress(long n) {
+        return MIXED_BASE + n * (2L << 20);
+    }
+
+    /** W4: whether draw {@code r} is a miss (one in ten). */
+    public static boolean mixedIsMiss(long r) {
+        return Long.remainderUnsigned(r, 10) == 0;
+    }
+
+    /** W4: the hot region draw {@code r} hits. */
+    public static int mixedHotIndex(long r) {
+        return (int) Long.remainderUnsigned(r >>> 8, MIXED_HOT);
+    }
+
+    /** W4: the length of the cold miss of draw {@code r}, 4 KiB .. 1 MiB in whole pages. */
+    public static long mixedColdLength(long r) {
+        return (1 + Long.remainderUnsigned(r >>> 16, 256)) * 4096;
+    }
+
     /** A size of 4 KiB .. 1 MiB in whole pages. */
     public static long randomSize(SplitMix rnd) {
         return (1 + rnd.below(256)) * 4096;
