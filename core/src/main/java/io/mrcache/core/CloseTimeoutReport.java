@@ -30,7 +30,7 @@ final class CloseTimeoutReport {
                 String what = AddressRange.describe(r.start, r.end) + " " + Access.describe(r.access);
                 if (leases > 0) {
                     held.add(what + ": " + leases + " lease(s)");
-                } else if (!r.deregistration().isDone() && !quarantine.contains(r.registration)) {
+                } else if (!r.deregistration().isDone() && !quarantine.contains(r.registration())) {
                     deregistering.add(what);
                 }
             }

@@ -98,12 +98,12 @@ final class Deregistrar {
     private @Nullable Throwable attempt(Region r) {
         Throwable failure = null;
         try {
-            registrar.deregister(r.registration);
+            registrar.deregister(r.registration());
         } catch (Throwable t) {
             failure = t;
         }
         if (failure == null) {
-            metrics.deregistered(r.pinnedBytes);
+            metrics.deregistered(r.pinnedBytes());
             forget.accept(r);
             r.deregistered();
             return null;
@@ -115,7 +115,7 @@ final class Deregistrar {
         try {
             failedAttempt = r.startRetry();
             long now = clock.getAsLong();
-            long dueAt = now + retry.delayNanos(r.failedDeregistrations);
+            long dueAt = now + retry.delayNanos(r.failedDeregistrations());
             quarantine.add(new Quarantined(r, dueAt));
             if (retry.automatic()) {
                 nextDue = Math.min(nextDue, dueAt);
@@ -147,7 +147,7 @@ final class Deregistrar {
         if (CacheFault.COMPLETE_AFTER_FAILED_DEREGISTRATION.in(faults)) {
             outcome.complete(null);
         } else {
-            outcome.completeExceptionally(DeregistrationException.of(r.registration, failure));
+            outcome.completeExceptionally(DeregistrationException.of(r.registration(), failure));
         }
     }
 
@@ -246,7 +246,7 @@ final class Deregistrar {
     List<Registration> quarantined() {
         lock.lock();
         try {
-            return quarantine.stream().map(q -> q.region().registration).toList();
+            return quarantine.stream().map(q -> q.region().registration()).toList();
         } finally {
             lock.unlock();
         }

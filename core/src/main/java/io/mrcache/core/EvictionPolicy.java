@@ -86,7 +86,7 @@ final class EvictionPolicy {
         this.policy = Caffeine.newBuilder()
                 .maximumWeight(maxWeight)
                 .<Region, Region>weigher((k, v) -> byBytes
-                        ? (int) Math.min(Integer.MAX_VALUE, Math.max(1, (k.pinnedBytes + WEIGHT_UNIT - 1) / WEIGHT_UNIT))
+                        ? (int) Math.min(Integer.MAX_VALUE, Math.max(1, (k.pinnedBytes() + WEIGHT_UNIT - 1) / WEIGHT_UNIT))
                         : 1)
                 .executor(this::maintain)
                 .evictionListener((@Nullable Region k, @Nullable Region v, RemovalCause cause) -> onPolicyEviction(k, cause))
@@ -258,7 +258,7 @@ final class EvictionPolicy {
                         Region r = it.next().getKey();
                         if (r.isIdle()) {
                             picked.add(r);
-                            freedBytes += r.pinnedBytes;
+                            freedBytes += r.pinnedBytes();
                         }
                     }
                     return picked;
@@ -314,9 +314,9 @@ final class EvictionPolicy {
                 while (it.hasNext() && bytes < wantBytes) {
                     Region r = it.next().getKey();
                     boolean take = CacheFault.LIMIT_EVICTS_LEASED.in(faults) ? r.isLive() : r.isIdle();
-                    if (take && bytes + r.pinnedBytes <= maxBytes) {
+                    if (take && bytes + r.pinnedBytes() <= maxBytes) {
                         chosen.add(r);
-                        bytes += r.pinnedBytes;
+                        bytes += r.pinnedBytes();
                     }
                 }
                 return chosen;
@@ -342,7 +342,7 @@ final class EvictionPolicy {
                 CacheEvents.evicted(r, "shared limit");
                 deregistrar.deregister(r);
                 if (r.isDeregistered()) {
-                    released += r.pinnedBytes; // a quarantined region still pins its pages: no room made
+                    released += r.pinnedBytes(); // a quarantined region still pins its pages: no room made
                 }
             }
         }

@@ -49,7 +49,7 @@ public final class Lease implements AutoCloseable {
     }
 
     public int rkey() {
-        return region.registration.rkey();
+        return region.rkey;
     }
 
     /** Rights the underlying registration grants (a superset of those requested). */
@@ -57,9 +57,27 @@ public final class Lease implements AutoCloseable {
         return region.access;
     }
 
-    /** The registration behind this lease (its range covers the requested one). */
+    /**
+     * The registration behind this lease (its range covers the requested one): a record equal to the one the
+     * registrar returned, made on each call (the cache keeps its fields, not the object). For a key on every
+     * work request read {@link #lkey()}, {@link #rkey()} or {@link #attachment(Class)}, which allocate nothing.
+     */
     public Registration registration() {
-        return region.registration;
+        return region.registration();
+    }
+
+    /**
+     * The registrar's attachment as a {@code type} (UCX's packed remote key, say), read from the region without
+     * making a {@link Registration}: what {@code registration().attachment(type)} returns.
+     *
+     * @throws IllegalStateException when the registrar attached nothing, or something else
+     */
+    public <T> T attachment(Class<T> type) {
+        Object a = region.attachment;
+        if (type.isInstance(a)) {
+            return type.cast(a);
+        }
+        return region.registration().attachment(type); // throws, naming what is attached instead
     }
 
     public boolean isReleased() {

@@ -3,6 +3,7 @@ package io.mrcache.core;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -47,7 +48,7 @@ final class Region {
     private static final long HIT_ONE = 1L << 32;
     private static final long LEASE_BITS = 0xFFFF_FFFFL;
     /**
-     * A cell's hit half is moved into {@link #harvestedHits} when it reaches this many, so it never wraps: the
+     * A cell's hit half is moved into the region's {@link RareCounts#harvestedHits} when it reaches this many, so it never wraps: the
      * add that reaches it harvests, and the adds racing it before its subtraction lands have 3 x 2^30 of head
      * room below 2^32. 2^30 rather than 2^31 keeps the subtrahend (2^30 x 2^32) below the sign bit.
      */
@@ -64,7 +65,7 @@ final class Region {
     static final int BASE_SLOT = STRIPES;
 
     private static final VarHandle STATE;
-    private static final VarHandle HARVESTED;
+    private static final VarHandle RARE;
     private static final VarHandle BASE;
     private static final VarHandle CELLS_ARRAY;
     private static final VarHandle DROPPED;
@@ -76,7 +77,7 @@ final class Region {
     static {
         try {
             STATE = MethodHandles.lookup().findVarHandle(Region.class, "state", long.class);
-            HARVESTED = MethodHandles.lookup().findVarHandle(Region.class, "harvestedHits", long.class);
+            RARE = MethodHandles.lookup().findVarHandle(Region.class, "rare", RareCounts.class);
             BASE = MethodHandles.lookup().findVarHandle(Region.class, "base", long.class);
             CELLS_ARRAY = MethodHandles.lookup().findVarHandle(Region.class, "cells", long[].class);
             DROPPED = MethodHandles.lookup().findVarHandle(Region.class, "droppedByPolicy", boolean.class);
@@ -91,21 +92,21 @@ final class Region {
         return LeaseStripes.current();
     }
 
-    final Registration registration;
+    // The registration's fields, held here rather than the registrar's Registration object: a hit reads the
+    // range, rights and keys from the region it takes a lease on (one object, not two, in a cache of many
+    // regions), and a cached region costs one object. registration() makes the record when asked.
     /** Range and rights this region serves (the registered range). */
     final long start;
     final long end;
     final int access;
-    /**
-     * The registration's lkey, copied: a lease's {@link Lease#lkey()} (read for every local work request) then
-     * reads the region it already holds, not a second object that, in a cache of many regions, is a cache
-     * miss of its own. It fills the object's alignment gap: no byte more per region.
-     */
+    /** Keys and the registrar's handle, as in {@link Registration}. */
     final int lkey;
-    /** Bytes the registrar pinned: the page-aligned span. */
-    final long pinnedBytes;
-    /** {@link #hashCode()}: from the registration, not the object's identity (see there). */
-    private final int hash;
+    final int rkey;
+    final long protectionDomain;
+    final long handle;
+    final @Nullable Object attachment;
+    /** log2 of the cache's alignment: {@link #pinnedBytes()} is the range widened to it. */
+    private final byte alignShift;
     /**
      * The outcome of the next deregistration attempt: completes normally when the keys are dead, exceptionally
      * when that attempt failed (a fresh one then stands for the retry). Made only when someone waits for it (an
@@ -113,11 +114,11 @@ final class Region {
      * reads is 24 bytes per cached region. Null until then; {@link #DEREGISTERED} once the keys are dead.
      */
     private volatile @Nullable CompletableFuture<Void> deregistration;
-    /** Failed deregistration attempts so far (the retry's backoff grows with it); written under the lock. */
-    int failedDeregistrations;
-    /** Hits moved out of the cells before they could wrap (see {@link #HARVEST_AT}). */
-    @SuppressWarnings("unused") // accessed through HARVESTED: a field, not an AtomicLong, saves an object per region
-    private volatile long harvestedHits;
+    /**
+     * Counts that most regions never need (harvested hits, failed deregistrations): made by the first that
+     * does. A field per count would be 12 bytes on every cached region.
+     */
+    private volatile @Nullable RareCounts rare;
 
     @SuppressWarnings("unused") // accessed through STATE
     private volatile long state;
@@ -151,22 +152,27 @@ final class Region {
     boolean leftPolicy;
 
     /** A live region holding {@code initialLeases} leases in {@link #BASE_SLOT}, made by the calling thread. */
-    Region(Registration registration, long pinnedBytes, long initialLeases) {
-        this(registration, pinnedBytes, initialLeases, stripe());
+    Region(Registration registration, long alignment, long initialLeases) {
+        this(registration, alignment, initialLeases, stripe());
     }
 
     /**
      * A live region holding {@code initialLeases} leases in {@link #BASE_SLOT} (the owner's lease records that
      * slot), made by a thread on {@code stripe}.
      */
-    Region(Registration registration, long pinnedBytes, long initialLeases, int stripe) {
-        this.registration = registration;
+    Region(Registration registration, long alignment, long initialLeases, int stripe) {
+        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+            throw new IllegalArgumentException("alignment " + alignment + " is not a power of two");
+        }
         this.start = registration.address();
         this.end = registration.end();
         this.access = registration.access();
         this.lkey = registration.lkey();
-        this.pinnedBytes = pinnedBytes;
-        this.hash = hashOf(registration);
+        this.rkey = registration.rkey();
+        this.protectionDomain = registration.protectionDomain();
+        this.handle = registration.handle();
+        this.attachment = registration.attachment();
+        this.alignShift = (byte) Long.numberOfTrailingZeros(alignment);
         this.baseStripe = stripe;
         this.base = initialLeases; // leases are the word's low half; every field is final or volatile: safe to
                                    // publish through a race
@@ -412,7 +418,7 @@ final class Region {
     }
 
     /**
-     * Moves a full word's hits into {@link #harvestedHits}, leaving the lease half untouched. Rare (every 2^30
+     * Moves a full word's hits into {@link RareCounts#harvestedHits}, leaving the lease half untouched. Rare (every 2^30
      * hits of a word). A compare-and-set, so that two threads of one slot that both saw the threshold
      * harvest once: the second sees the hit half below it and does nothing.
      */
@@ -425,7 +431,7 @@ final class Region {
             }
             raceWindowsForTest.beforeHarvestSwap(this); // once per 2^30 hits on a word: off the hit path
         } while (!compareAndSet(slot, v, v - HARVEST_AT * HIT_ONE));
-        HARVESTED.getAndAdd(this, HARVEST_AT);
+        rareCounts().harvestedHits.getAndAdd(HARVEST_AT);
     }
 
     /**
@@ -509,7 +515,8 @@ final class Region {
 
     /** Hits served by this region: the words' hit halves plus what was harvested from them. */
     long hits() {
-        long sum = harvestedHits + ((long) BASE.getVolatile(this) >>> 32);
+        RareCounts rc = rare;
+        long sum = (rc == null ? 0 : rc.harvestedHits.get()) + ((long) BASE.getVolatile(this) >>> 32);
         long[] cs = cells;
         if (cs != null) {
             for (int i = 0; i < STRIPES; i++) {
@@ -595,8 +602,43 @@ final class Region {
     @Nullable CompletableFuture<Void> startRetry() {
         @SuppressWarnings("unchecked")
         CompletableFuture<Void> failed = (CompletableFuture<Void>) OUTCOME.getAndSet(this, null);
-        failedDeregistrations++;
+        rareCounts().failedDeregistrations++;
         return failed;
+    }
+
+    /** Failed deregistration attempts so far (the retry's backoff grows with it); read under the cache's lock. */
+    int failedDeregistrations() {
+        RareCounts rc = rare;
+        return rc == null ? 0 : rc.failedDeregistrations;
+    }
+
+    /** The registration this region holds, as the registrar made it (an equal record, made on each call). */
+    Registration registration() {
+        return new Registration(start, end - start, access, lkey, rkey, protectionDomain, handle, attachment);
+    }
+
+    /** Bytes the registrar pinned: the range widened to the cache's alignment (whole pages). */
+    long pinnedBytes() {
+        long alignment = 1L << alignShift;
+        return AddressRange.alignUp(end, alignment) - AddressRange.alignDown(start, alignment);
+    }
+
+    private RareCounts rareCounts() {
+        RareCounts rc = rare;
+        if (rc != null) {
+            return rc;
+        }
+        RareCounts fresh = new RareCounts();
+        RareCounts won = (RareCounts) RARE.compareAndExchange(this, (RareCounts) null, fresh);
+        return won == null ? fresh : won;
+    }
+
+    /** See {@link #rare}. */
+    private static final class RareCounts {
+        /** Hits moved out of the lease words before they could wrap (see {@link #HARVEST_AT}). */
+        final AtomicLong harvestedHits = new AtomicLong();
+        /** Written under the cache's lock ({@link #startRetry}). */
+        int failedDeregistrations;
     }
 
     boolean isRemote() {
@@ -624,7 +666,10 @@ final class Region {
      */
     @Override
     public int hashCode() {
-        return hash;
+        long h = start * 0x9E3779B97F4A7C15L ^ (end - start) * 0xC2B2AE3D27D4EB4FL
+                ^ ((long) lkey << 32 | (rkey & 0xFFFF_FFFFL)) * 0x165667B19E3779F9L ^ handle ^ access;
+        h = (h ^ (h >>> 31)) * 0xBF58476D1CE4E5B9L;
+        return (int) (h ^ (h >>> 29) ^ (h >>> 32));
     }
 
     @Override
@@ -632,12 +677,6 @@ final class Region {
         return this == o;
     }
 
-    private static int hashOf(Registration r) {
-        long h = r.address() * 0x9E3779B97F4A7C15L ^ r.length() * 0xC2B2AE3D27D4EB4FL
-                ^ ((long) r.lkey() << 32 | (r.rkey() & 0xFFFF_FFFFL)) * 0x165667B19E3779F9L ^ r.handle() ^ r.access();
-        h = (h ^ (h >>> 31)) * 0xBF58476D1CE4E5B9L;
-        return (int) (h ^ (h >>> 29) ^ (h >>> 32));
-    }
 
     @Override
     public String toString() {

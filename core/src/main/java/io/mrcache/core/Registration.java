@@ -8,8 +8,9 @@ import org.jspecify.annotations.Nullable;
  * <p>Verbs keys are 32-bit integers ({@link #lkey}, {@link #rkey}). A transport whose remote keys are something
  * else gets them through {@link #attachment}: UCX's, for example, is a packed byte buffer that the registrar
  * makes once, at registration, and a transport reads from its lease
- * ({@code lease.registration().attachment(UcxKeys.class)}), with no map of its own keyed by address. Reading it
- * costs the hit path nothing: a lease holds its registration already.
+ * ({@code lease.attachment(UcxKeys.class)}), with no map of its own keyed by address. Reading it costs the hit
+ * path nothing: the cache keeps the registration's fields, the attachment among them, in the region a lease holds
+ * (so {@code lease.registration()} is a record equal to this one, not this object).
  *
  * @param address          first registered byte
  * @param length           registered bytes

@@ -387,7 +387,7 @@ public final class RegistrationCache implements AutoCloseable {
      */
     private @Nullable Region publishOrDiscard(PendingRegistration p, Registration reg, long pinned,
             long registrationNanos, RegistrationEvent event, long address, long end, int access, int stripe) {
-        Region region = new Region(reg, pinned, 1, stripe); // the caller's lease, in the region's base word
+        Region region = new Region(reg, alignment, 1, stripe); // the caller's lease, in the region's base word
         String wrong = recovery.wrongResult(p, address, end, access, reg);
         List<Region> toDeregister = List.of();
         List<Region> evicted = List.of();
@@ -732,7 +732,7 @@ public final class RegistrationCache implements AutoCloseable {
 
     /** A copy of the published registrations, for diagnostics. */
     public List<Registration> registrations() {
-        return tables.published().all().stream().map(r -> r.registration).toList();
+        return tables.published().all().stream().map(r -> r.registration()).toList();
     }
 
     @Override

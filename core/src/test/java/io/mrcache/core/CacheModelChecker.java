@@ -195,7 +195,7 @@ final class CacheModelChecker {
             installFailures(config.failures());
             registrar.onDeregister(reg -> {
                 for (Lease l : held) {
-                    check(l.registration() != reg, "I2: deregister of " + reg + " while a lease on it is held");
+                    check(!l.registration().equals(reg), "I2: deregister of " + reg + " while a lease on it is held");
                 }
             });
             registrar.duringRegister(() -> { });
@@ -367,7 +367,7 @@ final class CacheModelChecker {
                         "I8: ENOMEM message lacks pinned bytes or RLIMIT_MEMLOCK: " + pe.getMessage());
                 List<Registration> quarantined = cache.quarantined();
                 for (Registration r : registrar.live()) {
-                    check(quarantined.contains(r) || held.stream().anyMatch(l -> l.registration() == r),
+                    check(quarantined.contains(r) || held.stream().anyMatch(l -> l.registration().equals(r)),
                             "I8: idle " + r + " was not evicted before giving up on ENOMEM");
                 }
                 return;
@@ -428,7 +428,7 @@ final class CacheModelChecker {
             }
             if (b.exceededBy(pinned, live.size())) {
                 for (Registration r : live) {
-                    check(quarantined.contains(r) || held.stream().anyMatch(l -> l.registration() == r),
+                    check(quarantined.contains(r) || held.stream().anyMatch(l -> l.registration().equals(r)),
                             "I5: over budget (" + pinned + " bytes, " + live.size() + " regions) with idle " + r
                                     + " not evicted, " + where);
                 }

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Test;
 class EdgesTest extends CacheTestSupport {
 
     static Region region(long start, long length, int access) {
-        return new Region(new Registration(start, length, access, 1, 1, 7, start), length, 0);
+        return new Region(new Registration(start, length, access, 1, 1, 7, start), PAGE, 0);
     }
 
     // ---------------------------------------------------------------- AddressRange
@@ -103,7 +103,7 @@ class EdgesTest extends CacheTestSupport {
         attempt.completeExceptionally(new IllegalStateException("refused"));
         assertFalse(failed.isDeregistered(), "a failed attempt is not a deregistration");
         assertFalse(failed.deregistration().isDone(), "the retry has an outcome of its own");
-        assertEquals(1, failed.failedDeregistrations);
+        assertEquals(1, failed.failedDeregistrations());
         assertFalse(failed.isLive());
         Region unwatched = region(BASE, PAGE, LOCAL_WRITE);
         unwatched.retire();
@@ -440,7 +440,7 @@ class EdgesTest extends CacheTestSupport {
         proceed.countDown();
         Lease joined = joiner.get(10, java.util.concurrent.TimeUnit.SECONDS);
         Lease first = owner.get(10, java.util.concurrent.TimeUnit.SECONDS);
-        assertSame(first.registration(), joined.registration());
+        assertEquals(first.registration(), joined.registration(), "the owner's registration");
         assertEquals(0, cache.metrics().get(CacheCounter.HITS), "the joiner's lease in cell 0 counted once");
         joined.close();
         first.close();

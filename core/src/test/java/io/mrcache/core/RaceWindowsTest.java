@@ -355,7 +355,7 @@ class RaceWindowsTest extends CacheTestSupport {
         Registration first = owner.get().registration();
         assertFalse(registrar.isLive(first), "the joiner's back-off was the last lease: it deregistered");
         assertTrue(freed.get().isDone() && !freed.get().isCompletedExceptionally(), "the free's stage completed");
-        assertTrue(registrar.isLive(joined.registration()) && joined.registration() != first, "joined, then anew");
+        assertTrue(registrar.isLive(joined.registration()) && !joined.registration().equals(first), "joined, then anew");
         joined.close();
         cache.close();
     }

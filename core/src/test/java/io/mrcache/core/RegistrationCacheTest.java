@@ -35,6 +35,57 @@ class RegistrationCacheTest extends CacheTestSupport {
 
     // ---------------------------------------------------------------- hits and misses
 
+    /** A key object the registrar attaches (as UCX's registrar attaches its packed remote key). */
+    record Keys(long id) {
+    }
+
+    /**
+     * The cache keeps a registration's fields, not the registrar's object: a lease must still give back every
+     * field, the attachment itself (not a copy), and the registrar must get back a registration equal to the one
+     * it made, attachment included, when the cache deregisters it.
+     */
+    @Test
+    void aLeaseGivesBackEveryFieldAndTheAttachmentTheRegistrarMade() {
+        List<Registration> made = new ArrayList<>();
+        List<Registration> deregistered = new ArrayList<>();
+        Registrar attaching = new ForwardingRegistrar(registrar) {
+            @Override
+            public Registration register(long address, long length, int access) {
+                Registration r = super.register(address, length, access);
+                Registration withKeys = new Registration(r.address(), r.length(), r.access(), r.lkey(), r.rkey(),
+                        r.protectionDomain(), r.handle(), new Keys(r.handle()));
+                made.add(withKeys);
+                return withKeys;
+            }
+
+            @Override
+            public void deregister(Registration registration) {
+                deregistered.add(registration);
+                super.deregister(registration);
+            }
+        };
+        try (RegistrationCache cache = RegistrationCache.builder(attaching).build()) {
+            try (Lease miss = cache.acquire(BASE, PAGE, LOCAL_WRITE | REMOTE_READ);
+                    Lease hit = cache.acquire(BASE + 8, 64, LOCAL_WRITE | REMOTE_READ)) {
+                Registration original = made.getFirst();
+                assertEquals(original, miss.registration(), "every field, the attachment among them");
+                assertEquals(original, hit.registration());
+                assertEquals(original.rkey(), hit.rkey());
+                assertEquals(original.lkey(), hit.lkey());
+                assertSame(original.attachment(), hit.attachment(Keys.class), "the registrar's object itself");
+                assertSame(original.attachment(), hit.registration().attachment(Keys.class));
+                IllegalStateException wrong = assertThrows(IllegalStateException.class,
+                        () -> hit.attachment(String.class));
+                assertTrue(wrong.getMessage().contains(Keys.class.getName()) && wrong.getMessage().contains("String"),
+                        wrong.getMessage());
+            }
+            cache.invalidate(BASE, PAGE);
+            assertEquals(made, deregistered, "deregistered with what the registrar returned");
+            assertSame(made.getFirst().attachment(), deregistered.getFirst().attachment());
+        }
+        registrar.assertBalanced();
+    }
+
     @Test
     void missRegistersPageAlignedThenHitReusesIt() {
         try (RegistrationCache cache = cache()) {
@@ -45,7 +96,7 @@ class RegistrationCacheTest extends CacheTestSupport {
             assertEquals(2 * PAGE, reg.length());
             a.close();
             Lease b = cache.acquire(BASE + 200, 100, LOCAL_WRITE);
-            assertSame(reg, b.registration());
+            assertEquals(reg, b.registration(), "the same registration (its handle and keys)");
             assertEquals(1, registrar.registerCount(), "a hit must not register");
             b.close();
             MetricsSnapshot m = cache.metrics();
@@ -129,7 +180,7 @@ class RegistrationCacheTest extends CacheTestSupport {
             Lease lease = first.get(5, TimeUnit.SECONDS);
             for (Future<Lease> f : joiners) {
                 Lease j = f.get(5, TimeUnit.SECONDS);
-                assertSame(lease.registration(), j.registration());
+                assertEquals(lease.registration(), j.registration(), "the owner's registration");
                 j.close();
             }
             lease.close();

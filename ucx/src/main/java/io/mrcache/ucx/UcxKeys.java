@@ -18,7 +18,7 @@ public record UcxKeys(UcpMemory memory, @Nullable ByteBuffer remoteKey) {
 
     /** The keys of the registration {@code lease} holds. */
     public static UcxKeys of(Lease lease) {
-        return of(lease.registration());
+        return lease.attachment(UcxKeys.class);
     }
 
     /** The keys of {@code registration}, made by a {@link UcxRegistrar}. */

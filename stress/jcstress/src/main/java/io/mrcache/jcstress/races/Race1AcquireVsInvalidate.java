@@ -46,7 +46,7 @@ public final class Race1AcquireVsInvalidate {
             boolean after = invalidateReturned;
             Lease l = cache.acquire(B, P, Access.LOCAL_WRITE);
             r.r1 = after ? 1 : 0;
-            r.r2 = l.registration() == old ? 1 : 0;
+            r.r2 = l.registration().equals(old) ? 1 : 0;
             r.r3 = registrar.isLive(l.registration()) ? 0 : 1;
             l.close();
         }
