@@ -127,8 +127,9 @@ final class RegionIndex {
             n = n.children[i];
         }
         for (int i = lastAtOrBefore(n.starts, from); i >= 0 && n.maxEnds[i] >= to; i--) {
-            if (n.ends[i] >= to && Region.grants(n.accesses[i], access, widenRemote)) {
-                return n.regions[i];
+            Region r = n.regions[i];
+            if (n.ends[i] >= to && Region.grants(r.access, access, widenRemote)) { // the lease reads r next anyway
+                return r;
             }
         }
         return earlierMayServe ? top.find(from, to, access, widenRemote, false) : null;
@@ -250,13 +251,14 @@ final class RegionIndex {
 
     /**
      * One immutable node. A leaf holds regions ({@link #regions}; no children); an inner node holds children
-     * ({@link #children}; no regions or rights). One class for both, so that the hit path's loads see a single
-     * type.
+     * ({@link #children}; no regions). One class for both, so that the hit path's loads see a single type. A
+     * leaf keeps its regions' starts and ends in arrays of its own (a lookup searches them without touching a
+     * region) but not their rights: those are read from the one region whose range serves, which the lease
+     * that follows reads anyway, and an array of them would be 4 more bytes per cached region.
      */
     private static final class Node {
         private static final Node[] NO_CHILDREN = {};
         private static final Region[] NO_REGIONS = {};
-        private static final int[] NO_ACCESSES = {};
 
         final boolean isLeaf;
         /** Leaf: each region's start. Inner: each child's first start. Never empty. */
@@ -273,25 +275,22 @@ final class RegionIndex {
          * common case), so that a node of them allocates, fills and reads one array fewer.
          */
         final long[] maxEnds;
-        final int[] accesses;
         final Region[] regions;
         final Node[] children;
         /** Regions and leaves below this node. */
         final int size;
         final int leaves;
 
-        private Node(long[] starts, long[] ends, int[] accesses, Region[] regions, Node[] children, int size,
-                int leaves) {
-            this(starts, ends, prefixMax(ends), accesses, regions, children, size, leaves);
+        private Node(long[] starts, long[] ends, Region[] regions, Node[] children, int size, int leaves) {
+            this(starts, ends, prefixMax(ends), regions, children, size, leaves);
         }
 
-        private Node(long[] starts, long[] ends, long[] maxEnds, int[] accesses, Region[] regions, Node[] children,
-                int size, int leaves) {
+        private Node(long[] starts, long[] ends, long[] maxEnds, Region[] regions, Node[] children, int size,
+                int leaves) {
             this.isLeaf = children.length == 0;
             this.starts = starts;
             this.ends = ends;
             this.maxEnds = maxEnds;
-            this.accesses = accesses;
             this.regions = regions;
             this.children = children;
             this.size = size;
@@ -319,13 +318,11 @@ final class RegionIndex {
             int n = regions.length;
             long[] starts = new long[n];
             long[] ends = new long[n];
-            int[] accesses = new int[n];
             for (int i = 0; i < n; i++) {
                 starts[i] = regions[i].start;
                 ends[i] = regions[i].end;
-                accesses[i] = regions[i].access;
             }
-            return new Node(starts, ends, accesses, regions, NO_CHILDREN, n, 1);
+            return new Node(starts, ends, regions, NO_CHILDREN, n, 1);
         }
 
         static Node inner(Node[] children) {
@@ -340,7 +337,7 @@ final class RegionIndex {
                 size += children[i].size;
                 leaves += children[i].leaves;
             }
-            return new Node(starts, ends, NO_ACCESSES, NO_REGIONS, children, size, leaves);
+            return new Node(starts, ends, NO_REGIONS, children, size, leaves);
         }
 
         /** The region with the latest start serving the request (live only when {@code checkLive}). */
@@ -354,7 +351,8 @@ final class RegionIndex {
                     if (r != null) {
                         return r;
                     }
-                } else if (Region.grants(accesses[i], access, widenRemote) && (!checkLive || regions[i].isLive())) {
+                } else if (Region.grants(regions[i].access, access, widenRemote)
+                        && (!checkLive || regions[i].isLive())) {
                     return regions[i];
                 }
             }
@@ -480,14 +478,14 @@ final class RegionIndex {
             long[] es = insertAt(ends, at, r.end);
             boolean stillRising = maxEnds == ends && (at == 0 || ends[at - 1] <= r.end)
                     && (at == ends.length || r.end <= ends[at]);
-            return new Node(ss, es, stillRising ? es : prefixMax(es), insertAt(accesses, at, r.access),
-                    insertAt(regions, at, r), NO_CHILDREN, size + 1, 1);
+            return new Node(ss, es, stillRising ? es : prefixMax(es), insertAt(regions, at, r), NO_CHILDREN,
+                    size + 1, 1);
         }
 
         private Node withoutEntry(int at) {
             long[] es = removeAt(ends, at);
-            return new Node(removeAt(starts, at), es, maxEnds == ends ? es : prefixMax(es), removeAt(accesses, at),
-                    removeAt(regions, at), NO_CHILDREN, size - 1, 1);
+            return new Node(removeAt(starts, at), es, maxEnds == ends ? es : prefixMax(es), removeAt(regions, at),
+                    NO_CHILDREN, size - 1, 1);
         }
 
         /** Child {@code i} replaced; the arrays that do not change (see {@link #ends}) are shared. */
@@ -499,7 +497,7 @@ final class RegionIndex {
             long end = Math.max(ends[i], child.maxEnd()); // a bound: never lowered here
             long[] es = end == ends[i] ? ends : withValue(ends, i, end);
             Node old = children[i];
-            return new Node(ss, es, es == ends ? maxEnds : prefixMax(es), NO_ACCESSES, NO_REGIONS, cs,
+            return new Node(ss, es, es == ends ? maxEnds : prefixMax(es), NO_REGIONS, cs,
                     size - old.size + child.size, leaves - old.leaves + child.leaves);
         }
 
@@ -516,13 +514,13 @@ final class RegionIndex {
             ss[i] = a.starts[0];
             es[i] = a.maxEnd();
             Node old = children[i];
-            return new Node(ss, es, NO_ACCESSES, NO_REGIONS, cs, size - old.size + a.size + b.size,
+            return new Node(ss, es, NO_REGIONS, cs, size - old.size + a.size + b.size,
                     leaves - old.leaves + a.leaves + b.leaves);
         }
 
         private Node withoutChild(int i) {
             Node old = children[i];
-            return new Node(removeAt(starts, i), removeAt(ends, i), NO_ACCESSES, NO_REGIONS, removeAt(children, i),
+            return new Node(removeAt(starts, i), removeAt(ends, i), NO_REGIONS, removeAt(children, i),
                     size - old.size, leaves - old.leaves);
         }
 
@@ -540,21 +538,6 @@ final class RegionIndex {
 
         private static long[] removeAt(long[] a, int at) {
             long[] out = new long[a.length - 1];
-            System.arraycopy(a, 0, out, 0, at);
-            System.arraycopy(a, at + 1, out, at, out.length - at);
-            return out;
-        }
-
-        private static int[] insertAt(int[] a, int at, int x) {
-            int[] out = new int[a.length + 1];
-            System.arraycopy(a, 0, out, 0, at);
-            System.arraycopy(a, at, out, at + 1, a.length - at);
-            out[at] = x;
-            return out;
-        }
-
-        private static int[] removeAt(int[] a, int at) {
-            int[] out = new int[a.length - 1];
             System.arraycopy(a, 0, out, 0, at);
             System.arraycopy(a, at + 1, out, at, out.length - at);
             return out;
