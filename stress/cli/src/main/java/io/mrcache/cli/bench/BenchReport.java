@@ -323,7 +323,7 @@ public final class BenchReport {
         if (footprint.isEmpty()) {
             return;
         }
-        sb.append(String.format(Locale.ROOT, "%nmemory: bytes per cached 64 KiB region (mrcache: live heap after a full GC;"
+        sb.append(String.format(Locale.ROOT, "%nmemory: bytes per cached 64 KiB region (mrcache: live objects, class histogram, after a warm-up cache;"
                 + " UCX: malloc's in-use bytes, and the resident set)%n"));
         sb.append(String.format(Locale.ROOT, "%-8s %-20s %-20s %-12s %-12s %8s %s%n", "N", "mrcache unbounded",
                 "mrcache budget", "UCX malloc", "UCX resident", "ratio", "met (<= " + FOOTPRINT_TARGET + "x)"));
