@@ -77,7 +77,7 @@ public final class Lease implements AutoCloseable {
         if (type.isInstance(a)) {
             return type.cast(a);
         }
-        return region.registration().attachment(type); // throws, naming what is attached instead
+        throw region.registration().notA(type);
     }
 
     public boolean isReleased() {

@@ -44,11 +44,17 @@ public record Registration(long address, long length, int access, int lkey, int 
     public <T> T attachment(Class<T> type) {
         Object a = attachment;
         if (!type.isInstance(a)) {
-            throw new IllegalStateException(this + " carries " + (a == null ? "no attachment"
-                    : "a " + a.getClass().getName()) + ", not a " + type.getName()
-                    + ": was it made by the registrar that attaches one (for UCX keys, UcxRegistrar)?");
+            throw notA(type);
         }
         return type.cast(a);
+    }
+
+    /** What {@link #attachment(Class)} throws when the attachment is not a {@code type} (also for a lease's). */
+    IllegalStateException notA(Class<?> type) {
+        Object a = attachment;
+        return new IllegalStateException(this + " carries " + (a == null ? "no attachment"
+                : "a " + a.getClass().getName()) + ", not a " + type.getName()
+                + ": was it made by the registrar that attaches one (for UCX keys, UcxRegistrar)?");
     }
 
     @Override

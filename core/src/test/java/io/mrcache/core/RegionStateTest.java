@@ -2,6 +2,7 @@ package io.mrcache.core;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
@@ -9,6 +10,18 @@ import org.junit.jupiter.api.Test;
 /** The region's lifecycle over striped lease cells: leases, hits, retirement, eviction, the single claim. */
 class RegionStateTest {
     static final Registration REG = new Registration(4096, 4096, Access.LOCAL_READ, 1, 1, 0, 1);
+
+    @Test
+    void aRegionComputesItsPinnedBytesFromItsRangeAndTheAlignmentAndRefusesOneThatIsNotAPowerOfTwo() {
+        Registration odd = new Registration(4096 + 100, 8000, Access.LOCAL_READ, 1, 1, 0, 1);
+        assertEquals(2 * 4096, new Region(odd, 4096, 0).pinnedBytes(), "[0x1064, 0x2fa4): pages 1 and 2, whole");
+        assertEquals(65536, new Region(odd, 65536, 0).pinnedBytes(), "one 64 KiB unit");
+        assertEquals(8000, new Region(odd, 1, 0).pinnedBytes(), "byte alignment: the range itself");
+        for (long bad : new long[] {0, -4096, 3, 4097}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new Region(odd, bad, 0));
+            assertTrue(e.getMessage().contains(Long.toString(bad)), e.getMessage());
+        }
+    }
 
     @Test
     void hitsAreCountedInTheCellsAndDoNotDisturbLifecycleDecisions() {
