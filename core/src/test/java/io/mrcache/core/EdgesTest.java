@@ -181,6 +181,40 @@ class EdgesTest extends CacheTestSupport {
         assertEquals(List.of(longOne), idx.overlapping(BASE + 3 * PAGE, BASE + 4 * PAGE));
     }
 
+    // ---------------------------------------------------------------- the budget's settled counts
+
+    /**
+     * A walk evicts for the settled registrations only: one another thread has registered but not yet published
+     * (its victims not yet chosen) must not count as excess, or the walk evicts a region for it and then its own
+     * publication evicts another. Exactly at the budget nothing exceeds it; one byte or one region over does.
+     */
+    @Test
+    void theBudgetsExcessLeavesOutRegistrationsNotYetSettled() {
+        CacheMetrics m = new CacheMetrics();
+        Budget atFour = new Budget(4 * PAGE, 4);
+        for (int i = 0; i < 4; i++) {
+            m.registeredUnsettled(PAGE);
+            m.settled(PAGE);
+        }
+        assertEquals(0, m.settledExcessBytes(atFour), "exactly at the budget");
+        assertEquals(0, m.settledExcessRegions(atFour));
+        assertFalse(m.settledExceed(atFour));
+        m.registeredUnsettled(2 * PAGE); // another thread's, between its register call and its publication
+        assertEquals(6 * PAGE, m.pinnedBytes.get(), "it pins already");
+        assertEquals(0, m.settledExcessBytes(atFour), "not settled: not excess");
+        assertEquals(0, m.settledExcessRegions(atFour));
+        assertFalse(m.settledExceed(atFour));
+        m.settled(2 * PAGE);
+        assertEquals(2 * PAGE, m.settledExcessBytes(atFour));
+        assertEquals(1, m.settledExcessRegions(atFour));
+        assertTrue(m.settledExceed(atFour));
+        assertFalse(m.settledExceed(new Budget(6 * PAGE, 5)), "exactly at a budget of 6 pages and 5 regions");
+        assertEquals(1, m.settledExcessBytes(new Budget(6 * PAGE - 1, 5)));
+        assertTrue(m.settledExceed(new Budget(6 * PAGE - 1, 5)), "one byte over");
+        assertEquals(1, m.settledExcessRegions(new Budget(6 * PAGE, 4)));
+        assertTrue(m.settledExceed(new Budget(6 * PAGE, 4)), "one region over");
+    }
+
     // ---------------------------------------------------------------- the cache's metrics, messages and getters
 
     @Test
