@@ -20,7 +20,10 @@ public interface Registrar extends AutoCloseable {
 
     /**
      * Deregisters a registration this registrar returned. The cache calls it exactly once per registration,
-     * only when no lease is held on it.
+     * only when no lease is held on it. It passes a record equal to the one {@link #register} returned (every
+     * field, the attachment itself included), not necessarily that object: the cache keeps the fields, so
+     * identify a registration by its {@link Registration#handle()}, its keys or its attachment, never by
+     * {@code ==}.
      *
      * @throws RegistrationException carrying the errno on failure
      */
