@@ -53,4 +53,18 @@ final class AddressRange {
     static long alignUp(long a, long alignment) {
         return (a + alignment - 1) & -alignment;
     }
+
+    /** Bytes of {@code [from, to)} widened to whole units of {@code alignment}: what a registration pins. */
+    static long alignedSpan(long from, long to, long alignment) {
+        return alignUp(to, alignment) - alignDown(from, alignment);
+    }
+
+    /** {@code alignment}, checked: a power of two above zero. */
+    static long checkedAlignment(long alignment) {
+        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+            throw new IllegalArgumentException("alignment " + alignment
+                    + " must be a power of two > 0, usually the page size (4096)");
+        }
+        return alignment;
+    }
 }

@@ -170,9 +170,6 @@ final class Region {
      * slot), made by a thread on {@code stripe}.
      */
     Region(Registration registration, long alignment, long initialLeases, int stripe) {
-        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
-            throw new IllegalArgumentException("alignment " + alignment + " is not a power of two");
-        }
         this.start = registration.address();
         this.end = registration.end();
         this.access = registration.access();
@@ -181,7 +178,7 @@ final class Region {
         this.protectionDomain = registration.protectionDomain();
         this.handle = registration.handle();
         this.attachment = registration.attachment();
-        this.alignShift = (byte) Long.numberOfTrailingZeros(alignment);
+        this.alignShift = (byte) Long.numberOfTrailingZeros(AddressRange.checkedAlignment(alignment));
         this.baseStripe = (byte) stripe;
         this.hash = hashOf(start, end, access, lkey, rkey, handle);
         this.base = initialLeases; // leases are the word's low half; every field is final or volatile: safe to
@@ -629,8 +626,7 @@ final class Region {
 
     /** Bytes the registrar pinned: the range widened to the cache's alignment (whole pages). */
     long pinnedBytes() {
-        long alignment = 1L << alignShift;
-        return AddressRange.alignUp(end, alignment) - AddressRange.alignDown(start, alignment);
+        return AddressRange.alignedSpan(start, end, 1L << alignShift);
     }
 
     private RareCounts rareCounts() {

@@ -345,7 +345,7 @@ public final class RegistrationCache implements AutoCloseable {
         Tenant tenant = this.tenant;
         try {
             if (tenant != null) { // the shared limit first: it refuses, or makes room, before the registrar pins
-                long planned = AddressRange.alignUp(p.end, alignment) - AddressRange.alignDown(p.start, alignment);
+                long planned = AddressRange.alignedSpan(p.start, p.end, alignment);
                 tenant.limit.reserve(tenant, planned);
                 reserved = planned;
             }
@@ -356,7 +356,7 @@ public final class RegistrationCache implements AutoCloseable {
             }
             throw registrationFailed(p, event, t);
         }
-        long pinned = AddressRange.alignUp(reg.end(), alignment) - AddressRange.alignDown(reg.address(), alignment);
+        long pinned = AddressRange.alignedSpan(reg.address(), reg.end(), alignment); // as Region.pinnedBytes()
         long registrationNanos = started == Long.MIN_VALUE ? -1 : Math.max(0, nanoClock.getAsLong() - started);
         if (tenant != null) {
             tenant.limit.settle(tenant, reserved, pinned);
@@ -764,11 +764,7 @@ public final class RegistrationCache implements AutoCloseable {
 
         /** Local regions are widened to this power of two (default 4096, the x86-64 page size). */
         public Builder alignment(long alignment) {
-            if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
-                throw new IllegalArgumentException("alignment " + alignment
-                        + " must be a power of two > 0, usually the page size (4096)");
-            }
-            this.alignment = alignment;
+            this.alignment = AddressRange.checkedAlignment(alignment);
             return this;
         }
 
