@@ -228,6 +228,7 @@ final class EvictionPolicy {
         do {
             over = walkUntilWithinBudget();
             if (over && !overrun) {
+                Region.raceWindowsForTest.beforeOverrunFlag();
                 overrun = true; // releases walk from now on; a release just before this is seen by this walk:
                 over = walkUntilWithinBudget();
             }
@@ -301,9 +302,8 @@ final class EvictionPolicy {
      *     stay quarantined, still pinned)
      */
     Tenant.Freed evictColdest(long wantBytes, long maxBytes) {
-        if (!bounded || wantBytes <= 0) {
-            return Tenant.Freed.NOTHING;
-        }
+        // no shortcut for an unbounded cache or nothing wanted: a tenant's cache always has a budget, the limit
+        // asks only for wantBytes > 0, and with nothing wanted the walk below picks nothing
         List<Region> victims = new ArrayList<>();
         policyLock.lock();
         try {

@@ -357,6 +357,7 @@ final class Region {
         }
         windows.afterMark(this);
         if (sumLeases() != 0) { // leased after all: give up, and let acquirers in again
+            windows.afterLeasedSum(this);
             STATE.getAndBitwiseAnd(this, ~EVICTING);
             return false;
         }
@@ -461,6 +462,13 @@ final class Region {
         default void afterMark(Region r) {
         }
 
+        /**
+         * The evictor marked the region and its sum found a lease; it has not taken its mark off yet (a release
+         * here finds the region evicting, not idle).
+         */
+        default void afterLeasedSum(Region r) {
+        }
+
         /** The evictor marked the region and its sum found no lease; it has not retired or claimed it yet. */
         default void afterSum(Region r) {
         }
@@ -482,6 +490,13 @@ final class Region {
          * (or of a walk); the thread that made the call has not unlinked it yet.
          */
         default void afterVictimChosen(Region r) {
+        }
+
+        /**
+         * A budget walk found every region it could take leased and is about to set the overrun flag (after which
+         * releases walk too) and walk once more; a release here still finds the flag clear.
+         */
+        default void beforeOverrunFlag() {
         }
 
         /** A harvest read a word past the threshold; it has not swapped the harvested hits out yet. */

@@ -216,6 +216,89 @@ class PinnedMemoryLimitTest {
         assertEquals(6, a.metrics().get(CacheCounter.EVICTIONS));
     }
 
+    /**
+     * The room another tenant's request makes: each victim leaves the giver's index and its policy, counts as an
+     * eviction there, and is deregistered.
+     */
+    @Test
+    void aTenantThatGivesRoomUnlinksCountsAndForgetsEachVictim() {
+        RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        fillIdle(b, B_BASE, 16); // the whole limit, idle
+        a.acquire(A_BASE, 2 * PAGE, Access.LOCAL_WRITE).close();
+        assertEquals(2, of(b).evictionsSuffered());
+        assertEquals(2, b.metrics().get(CacheCounter.EVICTIONS), "B's eviction counter");
+        assertEquals(14, b.regionCount(), "the victims left B's index");
+        assertEquals(14, b.policySizeForTest(), "and B's policy");
+        assertEquals(14, regB.live().size(), "and were deregistered");
+    }
+
+    /**
+     * A victim whose pinned bytes would take the room given past what its tenant may give (here: what it holds
+     * above its guarantee) is skipped for a smaller one further on.
+     */
+    @Test
+    void aVictimLargerThanWhatItsTenantMayGiveIsSkippedForASmallerOne() {
+        RegistrationCache a = tenant(regA, TenantShare.guaranteed("A", 13 * PAGE));
+        RegistrationCache b = tenant(regB, TenantShare.guaranteed("B", 2 * PAGE));
+        b.acquire(B_BASE, 2 * PAGE, Access.LOCAL_WRITE).close(); // B's coldest: two pages
+        for (int i = 0; i < 8; i++) { // and a one-page region it uses often
+            b.acquire(B_BASE + 4 * PAGE, PAGE, Access.LOCAL_WRITE).close();
+        }
+        fillIdle(a, A_BASE, 13); // the limit is full; B is one page above its guarantee
+        a.acquire(A_BASE + 16 * PAGE, PAGE, Access.LOCAL_WRITE).close();
+        assertEquals(1, of(b).evictionsSuffered());
+        assertEquals(2 * PAGE, b.pinnedBytes(), "B gave the one page it held above its guarantee");
+        assertEquals(List.of(B_BASE), b.regionsForTest().stream().map(r -> r.start).toList(),
+                "the two-page region stayed: taking it would have put B below its guarantee");
+    }
+
+    /** A victim leased after the limit's eviction picked it (idle then) is withdrawn, not evicted (H5). */
+    @Test
+    void aVictimLeasedAfterTheLimitPickedItIsWithdrawn() throws Exception {
+        RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        fillIdle(b, B_BASE, 16);
+        List<Lease> taken = new ArrayList<>();
+        RaceWindowsTest.within(new Region.RaceWindows() {
+            @Override
+            public void beforeMark(Region r) {
+                if (taken.isEmpty()) { // B's own thread takes the first victim back between the pick and the mark
+                    taken.add(b.acquire(r.start, PAGE, Access.LOCAL_WRITE));
+                }
+            }
+        }, () -> {
+            a.acquire(A_BASE, PAGE, Access.LOCAL_WRITE).close();
+            return null;
+        });
+        try {
+            assertEquals(1, taken.size());
+            assertEquals(1, b.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN), "counted as withdrawn");
+            assertTrue(regB.isLive(taken.getFirst().registration()), "the lease kept its registration");
+            assertEquals(1, b.metrics().get(CacheCounter.EVICTIONS), "the limit asked again and B's next one went");
+            assertEquals(15, b.regionCount());
+            assertEquals(PAGE, a.pinnedBytes());
+        } finally {
+            taken.forEach(Lease::close);
+        }
+        assertEquals(15, b.policySizeForTest(), "the withdrawn victim stays in B's policy");
+    }
+
+    /** The broken variant: the limit's eviction takes a leased region (the injector's H5 check can fail). */
+    @Test
+    void withTheLimitEvictingLeasedRegionsALeasedRegionLosesItsRegistration() {
+        RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
+        RegistrationCache b = RegistrationCache.builder(regB).tenant(limit, TenantShare.bestEffort("B"))
+                .faults(CacheFault.LIMIT_EVICTS_LEASED).build();
+        caches.add(b);
+        List<Lease> leased = fillLeased(b, B_BASE, 16);
+        a.acquire(A_BASE, PAGE, Access.LOCAL_WRITE).close();
+        long lost = leased.stream().filter(l -> !regB.isLive(l.registration())).count();
+        assertEquals(1, lost, "one leased registration deregistered under its lease");
+        assertEquals(15, b.regionCount());
+        leased.forEach(Lease::close);
+    }
+
     @Test
     void guaranteesBeyondTheLimitAndRepeatedNamesAreRefusedAtBuild() {
         tenant(regA, TenantShare.guaranteed("A", 12 * PAGE));

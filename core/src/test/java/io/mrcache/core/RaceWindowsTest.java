@@ -180,6 +180,116 @@ class RaceWindowsTest extends CacheTestSupport {
     }
 
     /**
+     * I5: the policy dropped A while it was leased; {@code evictIdle} marks A, its sum finds the lease, and the lease
+     * is released before the evictor takes its mark off, so the release finds A evicting, not idle. The evictor,
+     * withdrawing, must put A back into the policy, or no walk can ever evict it.
+     */
+    @Test
+    void aDroppedRegionReleasedWhileAnEvictorWithdrawsIsPutBackByTheEvictor() throws Exception {
+        RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 1)).build();
+        Lease a = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        Lease b = cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE); // over budget: Caffeine drops a leased one
+        Region dropped = cache.regionsForTest().stream().filter(Region::isDroppedByPolicy).findFirst().orElseThrow();
+        Lease held = dropped.start == BASE ? a : b;
+        Lease other = held == a ? b : a;
+        boolean[] once = {false};
+        within(new Region.RaceWindows() {
+            @Override
+            public void afterLeasedSum(Region r) {
+                if (r == dropped && !once[0]) {
+                    once[0] = true;
+                    held.close(); // its release finds the region evicting: it cannot put it back itself
+                }
+            }
+        }, cache::evictIdle);
+        assertTrue(once[0], "the window was reached");
+        other.close();
+        assertEquals(cache.regionCount(), cache.policySizeForTest(), "every idle published region is in the policy");
+        cache.acquire(BASE + 16 * PAGE, PAGE, LOCAL_WRITE).close();
+        assertEquals(1, cache.regionCount(), "the idle regions made room: the budget holds again");
+        cache.close();
+    }
+
+    /**
+     * I5: Caffeine drops leased A; inside that drop the evictor's sum finds A's lease, and the lease is released
+     * before the evictor takes its mark off (and before A is marked dropped), so the release neither finds A idle
+     * nor finds the mark. Marking A, the policy must see it idle and put it back.
+     */
+    @Test
+    void aRegionReleasedWhileThePolicyDropsItIsPutBackByTheDrop() throws Exception {
+        RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 1)).build();
+        Lease a = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        boolean[] once = {false};
+        Lease b = within(new Region.RaceWindows() {
+            @Override
+            public void afterLeasedSum(Region r) {
+                if (r.start == BASE && !once[0]) {
+                    once[0] = true;
+                    a.close();
+                }
+            }
+        }, () -> cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE)); // over budget: Caffeine drops A
+        assertTrue(once[0], "Caffeine chose A and the window was reached");
+        assertTrue(cache.regionsForTest().stream().noneMatch(r -> r.isIdle() && r.isDroppedByPolicy()),
+                "an idle region the policy dropped was not put back");
+        b.close();
+        assertEquals(cache.regionCount(), cache.policySizeForTest(), "every idle published region is in the policy");
+        cache.acquire(BASE + 16 * PAGE, PAGE, LOCAL_WRITE).close();
+        assertEquals(1, cache.regionCount(), "the idle regions made room: the budget holds again");
+        cache.close();
+    }
+
+    /**
+     * The broken variant {@link CacheFault#LOSE_POLICY_DROPS} loses only the drop of a region idle when marked: a
+     * region dropped while leased (and live) is still counted and marked, so its release puts it back.
+     */
+    @Test
+    void theLostDropVariantStillMarksARegionDroppedWhileLeased() throws Exception {
+        RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 1))
+                .faults(CacheFault.LOSE_POLICY_DROPS).build();
+        Lease a = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        Lease b = cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE); // over budget: Caffeine drops a leased one
+        assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN), "the drop counted as withdrawn");
+        assertEquals(1, cache.regionsForTest().stream().filter(Region::isDroppedByPolicy).count(), "and marked");
+        a.close();
+        b.close();
+        assertEquals(cache.regionCount(), cache.policySizeForTest(), "the release put the dropped region back");
+        cache.close();
+    }
+
+    /**
+     * I5: a walk finds every region it could take leased (one slot of the budget of 2 is a quarantined
+     * registration's); the last lease on the older region is released before the walk sets the overrun flag, so
+     * that release does not walk. The walker must walk once more after setting the flag and evict it.
+     */
+    @Test
+    void aReleaseBetweenAFailedWalkAndTheOverrunFlagIsCoveredByASecondWalk() throws Exception {
+        RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 2))
+                .deregistrationRetry(DeregistrationRetry.MANUAL).build();
+        registrar.deregisterFailures(r -> r.address() == QUARANTINED ? new RegistrationException("EBUSY", 16) : null);
+        cache.acquire(QUARANTINED, PAGE, LOCAL_WRITE).close();
+        cache.invalidate(QUARANTINED, PAGE); // fails: quarantined, counted against the budget
+        registrar.deregisterFailures(r -> null);
+        Lease a = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+        boolean[] once = {false};
+        Lease c = within(new Region.RaceWindows() {
+            @Override
+            public void beforeOverrunFlag() {
+                if (!once[0]) {
+                    once[0] = true;
+                    a.close();
+                }
+            }
+        }, () -> cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE));
+        assertTrue(once[0], "the walk failed and the window was reached");
+        assertEquals(1, cache.regionCount(), "the second walk evicted the region released in the window");
+        assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS));
+        assertEquals(0, cache.metrics().get(CacheCounter.BUDGET_OVERRUNS), "within budget when the miss returned");
+        c.close();
+        cache.close();
+    }
+
+    /**
      * A budget of one region; A is leased; a thread's {@code evictIdle} marks A, and before it sums A's leases
      * an acquire of B makes Caffeine drop A; then the evictor withdraws and every lease is released.
      */
