@@ -95,6 +95,12 @@ class FlightRecorderEventsTest {
         assertEquals(1, e.getInt("regions"));
         assertEquals(2 * 4096, e.getLong("bytes"));
         assertEquals(0, e.getLong("victimPinnedAfter"));
+        List<RecordedEvent> evictions = events.stream()
+                .filter(x -> x.getEventType().getName().equals("io.mrcache.Eviction")).toList();
+        assertEquals(1, evictions.size(), "the victim's own eviction event, in alpha's cache");
+        assertEquals("shared limit", evictions.get(0).getString("reason"));
+        assertEquals(0x10000, evictions.get(0).getLong("address"));
+        assertEquals(2 * 4096, evictions.get(0).getLong("length"));
     }
 
     /** The cache's events while {@code work} runs, every one recorded (no threshold). */

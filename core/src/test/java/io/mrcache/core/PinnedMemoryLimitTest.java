@@ -235,22 +235,21 @@ class PinnedMemoryLimitTest {
 
     /**
      * A victim whose pinned bytes would take the room given past what its tenant may give (here: what it holds
-     * above its guarantee) is skipped for a smaller one further on.
+     * above its guarantee) is never taken, even when it is the only idle one: the request is refused instead.
      */
     @Test
-    void aVictimLargerThanWhatItsTenantMayGiveIsSkippedForASmallerOne() {
+    void aVictimLargerThanWhatItsTenantMayGiveIsNeverTaken() {
         RegistrationCache a = tenant(regA, TenantShare.guaranteed("A", 13 * PAGE));
         RegistrationCache b = tenant(regB, TenantShare.guaranteed("B", 2 * PAGE));
-        b.acquire(B_BASE, 2 * PAGE, Access.LOCAL_WRITE).close(); // B's coldest: two pages
-        for (int i = 0; i < 8; i++) { // and a one-page region it uses often
-            b.acquire(B_BASE + 4 * PAGE, PAGE, Access.LOCAL_WRITE).close();
+        b.acquire(B_BASE, 2 * PAGE, Access.LOCAL_WRITE).close(); // idle, two pages
+        try (Lease held = b.acquire(B_BASE + 4 * PAGE, PAGE, Access.LOCAL_WRITE)) { // leased, one page
+            fillIdle(a, A_BASE, 13); // the limit is full; B is one page above its guarantee
+            assertThrows(PinnedMemoryExhaustedException.class,
+                    () -> a.acquire(A_BASE + 16 * PAGE, PAGE, Access.LOCAL_WRITE));
+            assertEquals(0, of(b).evictionsSuffered(), "taking the two pages would put B below its guarantee");
+            assertEquals(3 * PAGE, b.pinnedBytes());
+            assertEquals(2, regB.live().size());
         }
-        fillIdle(a, A_BASE, 13); // the limit is full; B is one page above its guarantee
-        a.acquire(A_BASE + 16 * PAGE, PAGE, Access.LOCAL_WRITE).close();
-        assertEquals(1, of(b).evictionsSuffered());
-        assertEquals(2 * PAGE, b.pinnedBytes(), "B gave the one page it held above its guarantee");
-        assertEquals(List.of(B_BASE), b.regionsForTest().stream().map(r -> r.start).toList(),
-                "the two-page region stayed: taking it would have put B below its guarantee");
     }
 
     /** A victim leased after the limit's eviction picked it (idle then) is withdrawn, not evicted (H5). */
