@@ -123,12 +123,14 @@ final class EvictionPolicy {
     }
 
     /**
-     * The release of a lease on {@code r}: record the access (or put a dropped region back once idle), then
+     * The release of a lease on {@code r} counted in {@code slot}: record the access (every one until the lease
+     * word has counted 64 hits, then one in four: {@link Region#recordsRelease}), or put a dropped region back
+     * once idle, then
      * restore the budget if a walk left it exceeded ({@link #overrun}). A hit's release reads no word that a miss
      * writes unless it must: not the other threads' lease cells (a region's idleness matters only once the
      * policy dropped it), not the pinned counts.
      */
-    void becameIdle(Region r) {
+    void becameIdle(Region r, int slot) {
         if (!bounded) {
             return; // without a budget there is no policy to inform and nothing to evict
         }
@@ -136,7 +138,7 @@ final class EvictionPolicy {
             if (r.isIdle() && r.claimReentry()) {
                 reenter(r);
             }
-        } else {
+        } else if (r.recordsRelease(slot)) {
             var _ = policy.getIfPresent(r); // only to record the access
         }
         drainEvicted();

@@ -53,6 +53,10 @@ final class Region {
      * room below 2^32. 2^30 rather than 2^31 keeps the subtrahend (2^30 x 2^32) below the sign bit.
      */
     static final long HARVEST_AT = 1L << 30;
+    /** A lease word's hits up to which the policy records every release ({@link #recordsRelease}). */
+    static final int FULL_RECORD_HITS = 64;
+    /** Past {@link #FULL_RECORD_HITS}, the policy records one release in this many; a power of two. */
+    static final int ACCESS_SAMPLE = 4;
 
     /**
      * {@link #tryRetain} and {@link #tryRetainHit} results: zero and above, the slot the lease was counted in
@@ -304,6 +308,20 @@ final class Region {
     boolean release(int slot) {
         add(slot, -LEASE_ONE);
         return ((long) STATE.getVolatile(this) & RETIRED) != 0 && claimDeregistrationIfUnleased();
+    }
+
+    /**
+     * Whether the policy should record the release of a lease counted in {@code slot}: every release until the
+     * word has counted {@value #FULL_RECORD_HITS} hits, then one in {@value #ACCESS_SAMPLE}. Past that many hits
+     * the policy's frequency counters (four bits, halved every ten budgets' worth of accesses) are saturated
+     * however often it hears of the region, and a region that hot stays recent; recording each hit cost W4's
+     * hits half their time. An opaque read of the word the releasing thread just wrote; a hit on the same
+     * word by another thread in between only shifts which release is recorded.
+     */
+    boolean recordsRelease(int slot) {
+        long word = slot == BASE_SLOT ? (long) BASE.getOpaque(this) : (long) CELLS.getOpaque(existingCells(), cell(slot));
+        long hits = word >>> 32;
+        return hits <= FULL_RECORD_HITS || (hits & (ACCESS_SAMPLE - 1)) == 0;
     }
 
     /**

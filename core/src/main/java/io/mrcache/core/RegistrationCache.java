@@ -111,7 +111,8 @@ import org.jspecify.annotations.Nullable;
  * <h2>Eviction</h2>
  * <p>Every published region is entered in a Caffeine cache used as the policy (W-TinyLFU), weighted by
  * pinned pages (or one per region when only the count is bounded) and bounded by the budget. A release
- * that leaves a region idle records the access. Without a budget nothing is ever evicted, so an unbounded
+ * that leaves a region idle records the access (every one until its lease word has counted 64 hits, then one in
+ * four: {@link Region#recordsRelease}). Without a budget nothing is ever evicted, so an unbounded
  * cache keeps Caffeine out of hits and misses altogether. When Caffeine evicts an entry (its admission may reject
  * the new region itself), the listener retires it only if {@link Region#tryRetireIdle} proves it idle; a
  * victim it cannot evict (leased, or marked by another evictor that may yet withdraw) stays cached, marked,
@@ -473,7 +474,7 @@ public final class RegistrationCache implements AutoCloseable {
         if (r.release(slot)) {
             deferredDeregister(r);
         } else {
-            eviction.becameIdle(r);
+            eviction.becameIdle(r, slot);
         }
     }
 

@@ -138,6 +138,28 @@ class RegionStateTest {
         assertTrue(r.release(Region.BASE_SLOT));
     }
 
+    /**
+     * The policy hears of every release until the lease word has counted {@value Region#FULL_RECORD_HITS} hits,
+     * then of one in {@value Region#ACCESS_SAMPLE}, in the base word and in a cell alike.
+     */
+    @Test
+    void everyReleaseIsRecordedUntilTheWordHasCounted64HitsThenOneInFour() {
+        Region r = new Region(REG, 4096, 1);
+        assertTrue(r.recordsRelease(Region.BASE_SLOT), "a lease that was not a hit");
+        for (int slot : new int[] {Region.BASE_SLOT, 3}) {
+            for (long hits = 1; hits <= Region.FULL_RECORD_HITS; hits++) {
+                r.seedHitsForTest(slot, hits);
+                assertTrue(r.recordsRelease(slot), "slot " + slot + ", hits " + hits);
+            }
+            long[] sampled = {65, 66, 67, 68, 69, 72, 1001, 1004, Region.HARVEST_AT - 1, Region.HARVEST_AT};
+            boolean[] recorded = {false, false, false, true, false, true, false, true, false, true};
+            for (int i = 0; i < sampled.length; i++) {
+                r.seedHitsForTest(slot, sampled[i]);
+                assertEquals(recorded[i], r.recordsRelease(slot), "slot " + slot + ", hits " + sampled[i]);
+            }
+        }
+    }
+
     @Test
     void hitsAreHarvestedAtDeregistration() {
         io.mrcache.core.testing.RecordingRegistrar registrar = new io.mrcache.core.testing.RecordingRegistrar();
