@@ -33,6 +33,8 @@ final class EvictionPolicy {
     private final Budget budget;
     private final CacheMetrics metrics;
     private final boolean bounded;
+    /** Whether a release is recorded only as {@link Region#recordsRelease} says (the builder's option). */
+    private final boolean sampledAccessRecording;
     private final int faults;
     /** Moves the regions that are still linked from the index to the retiring index, under the cache's lock. */
     private final Consumer<List<Region>> unlink;
@@ -73,8 +75,9 @@ final class EvictionPolicy {
     }
 
     EvictionPolicy(Budget budget, CacheMetrics metrics, int faults, Consumer<List<Region>> unlink,
-            Deregistrar deregistrar) {
+            Deregistrar deregistrar, boolean sampledAccessRecording) {
         this.budget = budget;
+        this.sampledAccessRecording = sampledAccessRecording;
         this.metrics = metrics;
         this.bounded = !budget.equals(Budget.UNLIMITED);
         this.faults = faults;
@@ -123,9 +126,8 @@ final class EvictionPolicy {
     }
 
     /**
-     * The release of a lease on {@code r} counted in {@code slot}: record the access (every one until the lease
-     * word has counted 64 hits, then one in four: {@link Region#recordsRelease}), or put a dropped region back
-     * once idle, then
+     * The release of a lease on {@code r} counted in {@code slot}: record the access (when sampling, only those
+     * {@link Region#recordsRelease} picks), or put a dropped region back once idle, then
      * restore the budget if a walk left it exceeded ({@link #overrun}). A hit's release reads no word that a miss
      * writes unless it must: not the other threads' lease cells (a region's idleness matters only once the
      * policy dropped it), not the pinned counts.
@@ -138,7 +140,7 @@ final class EvictionPolicy {
             if (r.isIdle() && r.claimReentry()) {
                 reenter(r);
             }
-        } else if (r.recordsRelease(slot)) {
+        } else if (!sampledAccessRecording || r.recordsRelease(slot)) {
             var _ = policy.getIfPresent(r); // only to record the access
         }
         drainEvicted();

@@ -311,11 +311,10 @@ final class Region {
     }
 
     /**
-     * Whether the policy should record the release of a lease counted in {@code slot}: every release until the
-     * word has counted {@value #FULL_RECORD_HITS} hits, then one in {@value #ACCESS_SAMPLE}. Past that many hits
-     * the policy's frequency counters (four bits, halved every ten budgets' worth of accesses) are saturated
-     * however often it hears of the region, and a region that hot stays recent; recording each hit cost W4's
-     * hits half their time. An opaque read of the word the releasing thread just wrote; a hit on the same
+     * Whether a cache that samples its policy's accesses ({@link RegistrationCache.Builder#sampledAccessRecording})
+     * records the release of a lease counted in {@code slot}: every release until the word has counted
+     * {@value #FULL_RECORD_HITS} hits, then one in {@value #ACCESS_SAMPLE}. Past that many hits the region is
+     * hot, and recording each hit cost W4's hits half their time. An opaque read of the word the releasing thread just wrote; a hit on the same
      * word by another thread in between only shifts which release is recorded.
      */
     boolean recordsRelease(int slot) {

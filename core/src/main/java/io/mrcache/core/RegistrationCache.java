@@ -111,8 +111,8 @@ import org.jspecify.annotations.Nullable;
  * <h2>Eviction</h2>
  * <p>Every published region is entered in a Caffeine cache used as the policy (W-TinyLFU), weighted by
  * pinned pages (or one per region when only the count is bounded) and bounded by the budget. A release
- * that leaves a region idle records the access (every one until its lease word has counted 64 hits, then one in
- * four: {@link Region#recordsRelease}). Without a budget nothing is ever evicted, so an unbounded
+ * that leaves a region idle records the access (with {@link Builder#sampledAccessRecording}, every one until its
+ * lease word has counted 64 hits, then one in four: {@link Region#recordsRelease}). Without a budget nothing is ever evicted, so an unbounded
  * cache keeps Caffeine out of hits and misses altogether. When Caffeine evicts an entry (its admission may reject
  * the new region itself), the listener retires it only if {@link Region#tryRetireIdle} proves it idle; a
  * victim it cannot evict (leased, or marked by another evictor that may yet withdraw) stays cached, marked,
@@ -193,7 +193,8 @@ public final class RegistrationCache implements AutoCloseable {
         this.planner = new MissPlanner(alignment, b.mergePolicy, widenRemote);
         this.deregistrar = new Deregistrar(registrar, metrics, b.retry, faults, lock, b.retryClock,
                 this::forgetDeregistered);
-        this.eviction = new EvictionPolicy(budget, metrics, faults, this::unlinkEvicted, deregistrar);
+        this.eviction = new EvictionPolicy(budget, metrics, faults, this::unlinkEvicted, deregistrar,
+                b.sampledAccessRecording);
         this.recovery = new RegistrationRecovery(registrar, metrics, budget, planner, lock, this::evictIdle,
                 limit == null ? null : limit::describeHoldings);
         this.tenant = limit == null || share == null ? null : limit.join(share, eviction::evictColdest);
@@ -747,6 +748,7 @@ public final class RegistrationCache implements AutoCloseable {
         private final Registrar registrar;
         private long alignment = 4096;
         private Budget budget = Budget.UNLIMITED;
+        private boolean sampledAccessRecording;
         private MergePolicy mergePolicy = MergePolicy.OVERLAPPING;
         private boolean widenRemote;
         private LongSupplier nanoClock = System::nanoTime;
@@ -771,6 +773,21 @@ public final class RegistrationCache implements AutoCloseable {
 
         public Builder budget(Budget budget) {
             this.budget = Objects.requireNonNull(budget, "budget");
+            return this;
+        }
+
+        /**
+         * Under a budget, tells the eviction policy of every release until a lease word has counted 64 hits,
+         * then of one in four ({@link Region#recordsRelease}), instead of every release (the default). Recording
+         * a release is most of a budgeted hit's cost (W4 on one thread: about 150 ns per operation with every
+         * release recorded, about 120 with this, measured side by side); but the policy then ranks a region it
+         * has heard of for long below newer ones and adapts its window to a distorted sample, which cost 0.1 to
+         * 3 points of hit ratio on Zipf traces whose working set exceeds the budget (docs/PERFORMANCE.md,
+         * {@code PolicyHitRatio}). Worth it where the hot set fits the budget, or where a registration costs less
+         * than about a hundred hits; off by default because a registration costs microseconds.
+         */
+        public Builder sampledAccessRecording(boolean sampled) {
+            this.sampledAccessRecording = sampled;
             return this;
         }
 

@@ -506,20 +506,36 @@ class RegistrationCacheTest extends CacheTestSupport {
     }
 
     /**
+     * With the policy told of one release in four past a word's 64th hit, the hot regions still survive (a run
+     * ten times longer, so that each hot buffer passes 64 hits early: 500 uses each).
+     */
+    @Test
+    void withSampledAccessRecordingFrequentlyUsedRegionsStillSurviveScans() {
+        sampled = true;
+        steps = 6000;
+        assertHotRegionsSurviveScans(new Budget(Long.MAX_VALUE, 8));
+    }
+
+    /** How {@link #assertHotRegionsSurviveScans} builds its cache and how long it runs. */
+    private boolean sampled;
+    private int steps = 600;
+
+    /**
      * 4 hot buffers, each reused every 12 steps, among one-off buffers. Between two uses of a hot buffer 15
      * distinct buffers are touched, more than the 8 cached: LRU would miss every hot reuse.
      */
     private void assertHotRegionsSurviveScans(Budget budget) {
-        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(budget).build()) {
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(budget)
+                .sampledAccessRecording(sampled).build()) {
             int hotHits = 0;
             int hotUses = 0;
-            for (int step = 0; step < 600; step++) {
+            for (int step = 0; step < steps; step++) {
                 cache.acquire(BASE + (100 + step) * 2 * PAGE, PAGE, LOCAL_READ).close();
                 if (step % 3 == 0) {
                     long hot = BASE + (step / 3 % 4) * 2 * PAGE;
                     long hitsBefore = cache.metrics().get(CacheCounter.HITS);
                     cache.acquire(hot, PAGE, LOCAL_READ).close();
-                    if (step >= 300) {
+                    if (step >= steps / 2) {
                         hotUses++;
                         hotHits += (int) (cache.metrics().get(CacheCounter.HITS) - hitsBefore);
                     }

@@ -175,10 +175,15 @@ public class CacheBenchmarks {
         RegistrationCache cache;
         long[] hotSize = new long[Workloads.MIXED_HOT];
 
+        /** Whether the cache samples the accesses it tells its policy of (the builder's option; off in W4). */
+        boolean sampled() {
+            return false;
+        }
+
         @Setup
         public void setup() {
             cache = RegistrationCache.builder(new Workloads.NoopRegistrar(0))
-                    .budget(new Budget(Long.MAX_VALUE, Workloads.MIXED_BUDGET)).build();
+                    .budget(new Budget(Long.MAX_VALUE, Workloads.MIXED_BUDGET)).sampledAccessRecording(sampled()).build();
             Workloads.SplitMix rnd = new Workloads.SplitMix(13);
             for (int i = 0; i < hotSize.length; i++) {
                 hotSize[i] = Workloads.randomSize(rnd);
@@ -230,6 +235,27 @@ public class CacheBenchmarks {
     @Benchmark
     @Threads(2)
     public int w4Mixed2t(Mixed m, MixedCursor c) {
+        return mixed(m, c);
+    }
+
+    /** W4 with {@code sampledAccessRecording}: not a comparison row; what the option buys, side by side. */
+    @State(Scope.Benchmark)
+    public static class SampledMixed extends Mixed {
+        @Override
+        boolean sampled() {
+            return true;
+        }
+    }
+
+    @Benchmark
+    @Threads(1)
+    public int w4Mixed1tSampled(SampledMixed m, MixedCursor c) {
+        return mixed(m, c);
+    }
+
+    @Benchmark
+    @Threads(2)
+    public int w4Mixed2tSampled(SampledMixed m, MixedCursor c) {
         return mixed(m, c);
     }
 

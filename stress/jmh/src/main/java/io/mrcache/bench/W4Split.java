@@ -80,11 +80,12 @@ public final class W4Split {
             perThread.append(String.format(Locale.ROOT, " %.0f", (double) t.hitNanos / Math.max(1, t.hits)));
         }
         System.out.printf(Locale.ROOT, "round %d, %d threads: %.0f ns per op per thread; hit %.0f ns (per thread:%s),"
-                        + " %.0f%% of it in hits over 1 us; cold miss %.0f ns; cache misses %,d for %,d cold%n",
+                        + " %.0f%% of it in hits over 1 us; cold miss %.0f ns; cache misses %,d for %,d cold;"
+                        + " evictions withdrawn %,d%n",
                 round, threads, (double) elapsed * threads / all.ops, (double) all.hitNanos / Math.max(1, all.hits),
                 perThread, 100.0 * all.slowHitNanos / Math.max(1, all.hitNanos),
                 (double) all.missNanos / Math.max(1, all.misses), cache.metrics().get(CacheCounter.MISSES)
-                        - Workloads.MIXED_HOT, all.misses);
+                        - Workloads.MIXED_HOT, all.misses, cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN));
         cache.close();
     }
 
