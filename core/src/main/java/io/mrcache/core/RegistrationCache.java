@@ -111,8 +111,8 @@ import org.jspecify.annotations.Nullable;
  * <h2>Eviction</h2>
  * <p>Every published region is entered in a Caffeine cache used as the policy (W-TinyLFU), weighted by
  * pinned pages (or one per region when only the count is bounded) and bounded by the budget. A release
- * that leaves a region idle records the access (with {@link Builder#sampledAccessRecording}, every one until its
- * lease word has counted 64 hits, then one in four: {@link Region#recordsRelease}). Without a budget nothing is ever evicted, so an unbounded
+ * that leaves a region idle records the access: every one until its lease word has counted 64 hits, then one in
+ * four ({@link Region#recordsRelease}), or every one ({@link Builder#sampledAccessRecording}). Without a budget nothing is ever evicted, so an unbounded
  * cache keeps Caffeine out of hits and misses altogether. When Caffeine evicts an entry (its admission may reject
  * the new region itself), the listener retires it only if {@link Region#tryRetireIdle} proves it idle; a
  * victim it cannot evict (leased, or marked by another evictor that may yet withdraw) stays cached, marked,
@@ -748,7 +748,7 @@ public final class RegistrationCache implements AutoCloseable {
         private final Registrar registrar;
         private long alignment = 4096;
         private Budget budget = Budget.UNLIMITED;
-        private boolean sampledAccessRecording;
+        private boolean sampledAccessRecording = true;
         private MergePolicy mergePolicy = MergePolicy.OVERLAPPING;
         private boolean widenRemote;
         private LongSupplier nanoClock = System::nanoTime;
@@ -777,14 +777,16 @@ public final class RegistrationCache implements AutoCloseable {
         }
 
         /**
-         * Under a budget, tells the eviction policy of every release until a lease word has counted 64 hits,
-         * then of one in four ({@link Region#recordsRelease}), instead of every release (the default). Recording
-         * a release is most of a budgeted hit's cost (W4 on one thread: about 150 ns per operation with every
-         * release recorded, about 120 with this, measured side by side); but the policy then ranks a region it
-         * has heard of for long below newer ones and adapts its window to a distorted sample, which cost 0.1 to
-         * 3 points of hit ratio on Zipf traces whose working set exceeds the budget (docs/PERFORMANCE.md,
-         * {@code PolicyHitRatio}). Worth it where the hot set fits the budget, or where a registration costs less
-         * than about a hundred hits; off by default because a registration costs microseconds.
+         * Under a budget, whether the eviction policy hears of every release until a lease word has counted 64
+         * hits and then of one in four ({@link Region#recordsRelease}; the default, true), or of every release
+         * (false). Recording a release is most of a budgeted hit's cost, and on two threads most of their
+         * contention: W4 (90% hits under a budget of 512 regions), measured side by side, took about 110 ns per
+         * operation sampled against 140 recording every release on one thread, and about 340 against 1,440 per
+         * thread on two. What sampling costs: the policy ranks a region it has long heard of a little below newer
+         * ones, which cost 0.1 to 0.6 points of hit ratio on Zipf traces over sixteen times the budget, and moved a
+         * Zipf trace with scans by -1.6 to +1.7 points, within what the trace's seed moves it (docs/PERFORMANCE.md,
+         * {@code PolicyHitRatio}). Turn it off where one thread does the work, the working set is far larger than
+         * the budget, and a registration costs more than a few thousand hits.
          */
         public Builder sampledAccessRecording(boolean sampled) {
             this.sampledAccessRecording = sampled;

@@ -506,18 +506,24 @@ class RegistrationCacheTest extends CacheTestSupport {
     }
 
     /**
-     * With the policy told of one release in four past a word's 64th hit, the hot regions still survive (a run
-     * ten times longer, so that each hot buffer passes 64 hits early: 500 uses each).
+     * With the policy told of one release in four past a word's 64th hit (the default), the hot regions still
+     * survive in a run ten times longer, where each hot buffer passes 64 hits early (500 uses each).
      */
     @Test
-    void withSampledAccessRecordingFrequentlyUsedRegionsStillSurviveScans() {
-        sampled = true;
+    void pastTheirSixtyFourthHitSampledHotRegionsStillSurviveScans() {
         steps = 6000;
         assertHotRegionsSurviveScans(new Budget(Long.MAX_VALUE, 8));
     }
 
+    /** The same with every release recorded. */
+    @Test
+    void withEveryReleaseRecordedFrequentlyUsedRegionsSurviveScans() {
+        sampled = false;
+        assertHotRegionsSurviveScans(new Budget(Long.MAX_VALUE, 8));
+    }
+
     /** How {@link #assertHotRegionsSurviveScans} builds its cache and how long it runs. */
-    private boolean sampled;
+    private boolean sampled = true;
     private int steps = 600;
 
     /**

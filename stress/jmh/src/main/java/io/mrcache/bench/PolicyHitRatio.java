@@ -9,7 +9,7 @@ import java.util.Locale;
 
 /**
  * What the eviction policy keeps: the hit ratio of a budgeted cache on skewed traces, one thread, no timing, with
- * every release recorded (the default) and with {@code sampledAccessRecording}. A diagnostic for changes to what
+ * every release recorded ({@code sampledAccessRecording(false)}) and sampled (the default). A diagnostic for changes to what
  * the policy is told, not a comparison with UCX: the
  * same trace gives the same ratio on every run (a fixed seed, 42 unless given).
  *
