@@ -780,9 +780,9 @@ public final class RegistrationCache implements AutoCloseable {
          * Under a budget, whether the eviction policy hears of every release until a lease word has counted 64
          * hits and then of one in four ({@link Region#recordsRelease}; the default, true), or of every release
          * (false). Recording a release is most of a budgeted hit's cost, and on two threads most of their
-         * contention: W4 (90% hits under a budget of 512 regions), measured side by side, took about 110 ns per
-         * operation sampled against 140 recording every release on one thread, and about 340 against 1,440 per
-         * thread on two. What sampling costs: the policy ranks a region it has long heard of a little below newer
+         * contention: W4 (90% hits under a budget of 512 regions), in two runs of both side by side, took 104 to
+         * 123 ns per operation sampled against 130 to 155 recording every release on one thread, and 330 to 410
+         * (a few iterations near 1,000) against 580 to 1,490 per thread on two. What sampling costs: the policy ranks a region it has long heard of a little below newer
          * ones, which cost 0.1 to 0.6 points of hit ratio on Zipf traces over sixteen times the budget, and moved a
          * Zipf trace with scans by -1.6 to +1.7 points, within what the trace's seed moves it (docs/PERFORMANCE.md,
          * {@code PolicyHitRatio}). Turn it off where one thread does the work, the working set is far larger than
