@@ -12,6 +12,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -47,7 +48,13 @@ class PinnedMemoryLimitTest {
 
     RegistrationCache tenant(RecordingRegistrar registrar, TenantShare share) {
         registrar.duringRegister(() -> peakSeenByRegistrars.accumulateAndGet(limit.pinnedBytes(), Math::max));
-        RegistrationCache c = RegistrationCache.builder(registrar).tenant(limit, share).build();
+        return tenant(registrar, share, b -> b);
+    }
+
+    /** A tenant cache built with {@code options} (a deregistration retry, a fault), closed after the test. */
+    RegistrationCache tenant(RecordingRegistrar registrar, TenantShare share,
+            UnaryOperator<RegistrationCache.Builder> options) {
+        RegistrationCache c = options.apply(RegistrationCache.builder(registrar).tenant(limit, share)).build();
         caches.add(c);
         return c;
     }
@@ -287,9 +294,7 @@ class PinnedMemoryLimitTest {
     @Test
     void withTheLimitEvictingLeasedRegionsALeasedRegionLosesItsRegistration() {
         RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
-        RegistrationCache b = RegistrationCache.builder(regB).tenant(limit, TenantShare.bestEffort("B"))
-                .faults(CacheFault.LIMIT_EVICTS_LEASED).build();
-        caches.add(b);
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"), o -> o.faults(CacheFault.LIMIT_EVICTS_LEASED));
         List<Lease> leased = fillLeased(b, B_BASE, 16);
         a.acquire(A_BASE, PAGE, Access.LOCAL_WRITE).close();
         long lost = leased.stream().filter(l -> !regB.isLive(l.registration())).count();
@@ -337,9 +342,7 @@ class PinnedMemoryLimitTest {
 
     @Test
     void quarantinedRegistrationsCountAgainstTheirTenantUntilARetrySucceeds() {
-        RegistrationCache a = RegistrationCache.builder(regA).tenant(limit, TenantShare.bestEffort("A"))
-                .deregistrationRetry(DeregistrationRetry.MANUAL).build();
-        caches.add(a);
+        RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"), o -> o.deregistrationRetry(DeregistrationRetry.MANUAL));
         fillIdle(a, A_BASE, 2);
         regA.deregisterFailures(r -> new RegistrationException("ibv_dereg_mr: EBUSY", 16));
         assertThrows(Exception.class, () -> a.invalidateAndWait(A_BASE, PAGE));
@@ -353,9 +356,7 @@ class PinnedMemoryLimitTest {
     @Test
     void aVictimWhoseDeregistrationFailsStillCountsAndTheRequestIsRefused() {
         RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
-        RegistrationCache b = RegistrationCache.builder(regB).tenant(limit, TenantShare.bestEffort("B"))
-                .deregistrationRetry(DeregistrationRetry.MANUAL).build();
-        caches.add(b);
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"), o -> o.deregistrationRetry(DeregistrationRetry.MANUAL));
         fillIdle(b, B_BASE, 16); // the whole limit, idle
         regB.deregisterFailures(r -> new RegistrationException("ibv_dereg_mr: EBUSY", 16));
         PinnedMemoryExhaustedException e = assertThrows(PinnedMemoryExhaustedException.class,

@@ -38,18 +38,24 @@ class RaceWindowsTest extends CacheTestSupport {
         }
     }
 
-    /**
-     * A budget of 2 regions, one taken by a quarantined registration (it still counts) and one by an idle
-     * region at BASE; then a miss at BASE + 8 pages makes room, and {@code step} runs just before the evictor
-     * marks the region at BASE.
-     */
-    private RegistrationCache missWhileTheVictimIs(Consumer<RegistrationCache> step) throws Exception {
+    /** A cache with a budget of 2 regions, one of them taken by a quarantined registration (it still counts). */
+    private RegistrationCache budgetOfTwoWithOneQuarantined() {
         RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 2))
                 .deregistrationRetry(DeregistrationRetry.MANUAL).build();
         registrar.deregisterFailures(r -> r.address() == QUARANTINED ? new RegistrationException("EBUSY", 16) : null);
         cache.acquire(QUARANTINED, PAGE, LOCAL_WRITE).close();
         cache.invalidate(QUARANTINED, PAGE); // fails: quarantined, counted against the budget
         registrar.deregisterFailures(r -> null);
+        return cache;
+    }
+
+    /**
+     * A budget of 2 regions, one taken by a quarantined registration (it still counts) and one by an idle
+     * region at BASE; then a miss at BASE + 8 pages makes room, and {@code step} runs just before the evictor
+     * marks the region at BASE.
+     */
+    private RegistrationCache missWhileTheVictimIs(Consumer<RegistrationCache> step) throws Exception {
+        RegistrationCache cache = budgetOfTwoWithOneQuarantined();
         cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
         within(new Region.RaceWindows() {
             @Override
@@ -204,10 +210,7 @@ class RaceWindowsTest extends CacheTestSupport {
         }, cache::evictIdle);
         assertTrue(once[0], "the window was reached");
         other.close();
-        assertEquals(cache.regionCount(), cache.policySizeForTest(), "every idle published region is in the policy");
-        cache.acquire(BASE + 16 * PAGE, PAGE, LOCAL_WRITE).close();
-        assertEquals(1, cache.regionCount(), "the idle regions made room: the budget holds again");
-        cache.close();
+        assertEveryIdleRegionIsInThePolicyAndTheBudgetOfOneHolds(cache);
     }
 
     /**
@@ -233,10 +236,7 @@ class RaceWindowsTest extends CacheTestSupport {
         assertTrue(cache.regionsForTest().stream().noneMatch(r -> r.isIdle() && r.isDroppedByPolicy()),
                 "an idle region the policy dropped was not put back");
         b.close();
-        assertEquals(cache.regionCount(), cache.policySizeForTest(), "every idle published region is in the policy");
-        cache.acquire(BASE + 16 * PAGE, PAGE, LOCAL_WRITE).close();
-        assertEquals(1, cache.regionCount(), "the idle regions made room: the budget holds again");
-        cache.close();
+        assertEveryIdleRegionIsInThePolicyAndTheBudgetOfOneHolds(cache);
     }
 
     /**
@@ -264,12 +264,7 @@ class RaceWindowsTest extends CacheTestSupport {
      */
     @Test
     void aReleaseBetweenAFailedWalkAndTheOverrunFlagIsCoveredByASecondWalk() throws Exception {
-        RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 2))
-                .deregistrationRetry(DeregistrationRetry.MANUAL).build();
-        registrar.deregisterFailures(r -> r.address() == QUARANTINED ? new RegistrationException("EBUSY", 16) : null);
-        cache.acquire(QUARANTINED, PAGE, LOCAL_WRITE).close();
-        cache.invalidate(QUARANTINED, PAGE); // fails: quarantined, counted against the budget
-        registrar.deregisterFailures(r -> null);
+        RegistrationCache cache = budgetOfTwoWithOneQuarantined();
         Lease a = cache.acquire(BASE, PAGE, LOCAL_WRITE);
         boolean[] once = {false};
         Lease c = within(new Region.RaceWindows() {
@@ -286,6 +281,14 @@ class RaceWindowsTest extends CacheTestSupport {
         assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS));
         assertEquals(0, cache.metrics().get(CacheCounter.BUDGET_OVERRUNS), "within budget when the miss returned");
         c.close();
+        cache.close();
+    }
+
+    /** Every lease released: each idle region is in the policy, and a miss still makes room in a budget of one. */
+    private static void assertEveryIdleRegionIsInThePolicyAndTheBudgetOfOneHolds(RegistrationCache cache) {
+        assertEquals(cache.regionCount(), cache.policySizeForTest(), "every idle published region is in the policy");
+        cache.acquire(BASE + 16 * PAGE, PAGE, LOCAL_WRITE).close();
+        assertEquals(1, cache.regionCount(), "the idle regions made room: the budget holds again");
         cache.close();
     }
 
