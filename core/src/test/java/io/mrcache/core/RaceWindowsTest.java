@@ -167,6 +167,8 @@ class RaceWindowsTest extends CacheTestSupport {
         RegistrationCache cache = dropWhileAnotherEvictorHoldsIt(RegistrationCache.builder(registrar));
         assertTrue(cache.metrics().get(CacheCounter.EVICTIONS_WITHDRAWN) >= 1, "Caffeine's drop counted as withdrawn");
         assertEquals(cache.regionCount(), cache.policySizeForTest(), "every idle published region is in the policy");
+        assertTrue(cache.regionsForTest().stream().noneMatch(Region::isDroppedByPolicy),
+                "a region put back into the policy still carries the dropped mark");
         Lease c = cache.acquire(BASE + 16 * PAGE, PAGE, LOCAL_WRITE);
         assertEquals(1, cache.regionCount(), "the idle regions made room for a new leased one");
         c.close();
