@@ -314,12 +314,11 @@ final class Region {
      * Whether a cache that samples its policy's accesses ({@link RegistrationCache.Builder#sampledAccessRecording})
      * records the release of a lease counted in {@code slot}: every release until the word has counted
      * {@value #FULL_RECORD_HITS} hits, then one in {@value #ACCESS_SAMPLE}. Past that many hits the region is
-     * hot, and recording each hit cost W4's hits half their time. An opaque read of the word the releasing thread just wrote; a hit on the same
-     * word by another thread in between only shifts which release is recorded.
+     * hot, and recording each hit cost W4's hits half their time. A read of the word the releasing thread just
+     * wrote; a hit on the same word by another thread in between only shifts which release is recorded.
      */
     boolean recordsRelease(int slot) {
-        long word = slot == BASE_SLOT ? (long) BASE.getOpaque(this) : (long) CELLS.getOpaque(existingCells(), cell(slot));
-        long hits = word >>> 32;
+        long hits = read(slot) >>> 32;
         return hits <= FULL_RECORD_HITS || (hits & (ACCESS_SAMPLE - 1)) == 0;
     }
 

@@ -112,8 +112,8 @@ import org.jspecify.annotations.Nullable;
  * <p>Every published region is entered in a Caffeine cache used as the policy (W-TinyLFU), weighted by
  * pinned pages (or one per region when only the count is bounded) and bounded by the budget. A release
  * that leaves a region idle records the access: every one until its lease word has counted 64 hits, then one in
- * four ({@link Region#recordsRelease}), or every one ({@link Builder#sampledAccessRecording}). Without a budget nothing is ever evicted, so an unbounded
- * cache keeps Caffeine out of hits and misses altogether. When Caffeine evicts an entry (its admission may reject
+ * four ({@link Region#recordsRelease}), or every one ({@link Builder#sampledAccessRecording}). Without a budget
+ * nothing is ever evicted, so an unbounded cache keeps Caffeine out of hits and misses altogether. When Caffeine evicts an entry (its admission may reject
  * the new region itself), the listener retires it only if {@link Region#tryRetireIdle} proves it idle; a
  * victim it cannot evict (leased, or marked by another evictor that may yet withdraw) stays cached, marked,
  * and re-enters the policy when it is next idle, put back by whichever thread sees it idle last (see
@@ -782,10 +782,10 @@ public final class RegistrationCache implements AutoCloseable {
          * (false). Recording a release is most of a budgeted hit's cost, and on two threads most of their
          * contention: W4 (90% hits under a budget of 512 regions), in two runs of both side by side, took 104 to
          * 123 ns per operation sampled against 130 to 155 recording every release on one thread, and 330 to 410
-         * (a few iterations near 1,000) against 580 to 1,490 per thread on two. What sampling costs: the policy ranks a region it has long heard of a little below newer
-         * ones, which cost 0.1 to 0.6 points of hit ratio on Zipf traces over sixteen times the budget, and moved a
-         * Zipf trace with scans by -1.6 to +1.7 points, within what the trace's seed moves it (docs/PERFORMANCE.md,
-         * {@code PolicyHitRatio}). Turn it off where one thread does the work, the working set is far larger than
+         * (a few iterations near 1,000) against 580 to 1,490 per thread on two. What sampling costs: the policy
+         * ranks a region it has long heard of a little below newer ones, which cost 0.1 to 0.6 points of hit ratio
+         * on Zipf traces over sixteen times the budget, and moved a Zipf trace with scans by -1.6 to +1.7 points,
+         * within what the trace's seed moves it (docs/PERFORMANCE.md, {@code PolicyHitRatio}). Turn it off where one thread does the work, the working set is far larger than
          * the budget, and a registration costs more than a few thousand hits.
          */
         public Builder sampledAccessRecording(boolean sampled) {

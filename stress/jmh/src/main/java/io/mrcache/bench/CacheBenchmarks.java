@@ -175,7 +175,7 @@ public class CacheBenchmarks {
         RegistrationCache cache;
         long[] hotSize = new long[Workloads.MIXED_HOT];
 
-        /** Whether the cache samples the accesses it tells its policy of (the builder's option; W4 keeps its default). */
+        /** Whether the cache samples the accesses it tells its policy of (the builder's option; W4 keeps the default). */
         boolean sampled() {
             return true;
         }
@@ -183,7 +183,8 @@ public class CacheBenchmarks {
         @Setup
         public void setup() {
             cache = RegistrationCache.builder(new Workloads.NoopRegistrar(0))
-                    .budget(new Budget(Long.MAX_VALUE, Workloads.MIXED_BUDGET)).sampledAccessRecording(sampled()).build();
+                    .budget(new Budget(Long.MAX_VALUE, Workloads.MIXED_BUDGET)).sampledAccessRecording(sampled())
+                    .build();
             Workloads.SplitMix rnd = new Workloads.SplitMix(13);
             for (int i = 0; i < hotSize.length; i++) {
                 hotSize[i] = Workloads.randomSize(rnd);

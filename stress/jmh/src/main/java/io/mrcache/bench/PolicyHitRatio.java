@@ -2,8 +2,6 @@ package io.mrcache.bench;
 
 import io.mrcache.core.Access;
 import io.mrcache.core.Budget;
-import io.mrcache.core.CacheCounter;
-import io.mrcache.core.MetricsSnapshot;
 import io.mrcache.core.RegistrationCache;
 import java.util.Locale;
 
@@ -53,9 +51,7 @@ public final class PolicyHitRatio {
                 };
                 cache.acquire((buffer + 1) * SPACING, LENGTH, Access.LOCAL_WRITE).close();
             }
-            MetricsSnapshot m = cache.metrics();
-            long hits = m.get(CacheCounter.HITS);
-            return (double) hits / (hits + m.get(CacheCounter.MISSES));
+            return cache.metrics().hitRatio();
         }
     }
 
