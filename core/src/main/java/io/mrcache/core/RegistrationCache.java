@@ -48,12 +48,15 @@ import org.jspecify.annotations.Nullable;
  * <p>Written under the lock ({@link RegionTables#lock}) only: the index, the index of
  * retired-but-not-yet-deregistered regions (the retiring index) and the list of in-flight registrations, and
  * the deregistrar's quarantine. No registrar call is ever made under the lock: {@code register}/{@code deregister} run outside
- * it, so a slow {@code ibv_reg_mr} never blocks hits, other misses' planning, or free hooks. The one
- * eviction-policy call under the lock is a publication's (Caffeine's put, which evicts inline on the calling
- * thread; its listener only claims idle victims and takes none of the cache's locks), so that the victims
- * leave in the same index copy as the region that displaced them. Index updates copy one root-to-leaf path,
- * O(log n). The policy's writes and walks take its own lock ({@link EvictionPolicy}), always innermost:
- * under it only Caffeine runs, whose listener takes no lock.
+ * it, so a slow {@code ibv_reg_mr} never blocks hits, other misses' planning, or free hooks. No
+ * eviction-policy call is made under the lock either: a publication tells the policy of its region just before
+ * it takes the lock (Caffeine's put, which evicts inline on the calling thread; its listener only claims idle
+ * victims and takes none of the cache's locks), and the victims returned leave in the same index copy as the
+ * region that displaced them, or in the same hold if the publication is then discarded, which takes its region
+ * out of the policy again and puts back the regions it would have superseded. Until its lock the region is in
+ * the policy and not in the index: leased by its owner, so no eviction takes it. Index updates copy one
+ * root-to-leaf path, O(log n). The policy's writes and walks take its own lock ({@link EvictionPolicy}), never
+ * while holding the cache's: under it only Caffeine runs, whose listener takes no lock.
  *
  * <p>Publication against invalidation. Every way out of the index (invalidate, eviction, merge, access
  * upgrade, close) first swaps in a new index without the region, under the lock, and then sets its RETIRED
@@ -391,8 +394,10 @@ public final class RegistrationCache implements AutoCloseable {
             long registrationNanos, RegistrationEvent event, long address, long end, int access, int stripe) {
         Region region = new Region(reg, alignment, 1, stripe); // the caller's lease, in the region's base word
         String wrong = recovery.wrongResult(p, address, end, access, reg);
+        // the policy learns of the change before the lock, so that Caffeine's put and its maintenance never hold
+        // the lock up; its victims still leave in this publication's index copy (or this hold, if discarded)
+        List<Region> evicted = wrong == null ? eviction.admitting(region, p.supersedes) : List.of();
         List<Region> toDeregister = List.of();
-        List<Region> evicted = List.of();
         boolean publish;
         tables.lock.lock();
         try {
@@ -402,26 +407,27 @@ public final class RegistrationCache implements AutoCloseable {
                     && (!closing.isClosed() || CacheFault.CLOSE_SKIPS_PENDING.in(faults));
             if (publish) {
                 List<Region> superseded = tables.stillPublished(p.supersedes);
-                // the policy learns of the change first, so that the victims it picks for the new region leave
-                // in the same index copy as the publication (one copy and one lock per miss, not two)
-                evicted = eviction.published(region, superseded);
                 toDeregister = tables.publish(region, superseded, evicted);
                 if (!superseded.isEmpty()) {
                     metrics.countUnderLock(p.upgrade ? CacheCounter.ACCESS_UPGRADES : CacheCounter.MERGES, 1);
                 }
             } else {
                 tables.retireUnpublished(region);
+                tables.unlinkEvicted(evicted);
             }
             tables.removePending(p); // last: the free-hook fast path reads pendingCount before the indexes
         } finally {
             tables.lock.unlock();
         }
+        eviction.finishEvicted(evicted);
         if (!publish) {
+            if (wrong == null) {
+                eviction.notPublished(region, p.supersedes);
+            }
             discardUnpublished(p, region, event, wrong);
             return null;
         }
         CacheEvents.registered(event, p, "published");
-        eviction.finishEvicted(evicted);
         deregistrar.deregisterAll(toDeregister);
         p.published(region);
         return region;

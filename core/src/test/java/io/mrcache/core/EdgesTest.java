@@ -421,6 +421,71 @@ class EdgesTest extends CacheTestSupport {
         assertEquals(0, cache.policySizeForTest(), "close took the rest");
     }
 
+    /** Dooms the first registration of {@code cache}: an invalidation of {@code [from, from + length)} during it. */
+    private void doomFirstRegistration(RegistrationCache[] cache, long from, long length) {
+        int[] calls = {0};
+        registrar.duringRegister(() -> {
+            if (++calls[0] == 1) {
+                cache[0].invalidate(from, length); // the free lands mid-registration: the entry is doomed
+            }
+        });
+    }
+
+    @Test
+    void aPublicationDiscardedAfterThePolicyAdmittedItTakesItsRegionOutOfThePolicy() {
+        // the policy learns of a region before the cache's lock; a discard under it must undo that, or the policy
+        // would keep a retired region, counted against its maximum for good
+        RegistrationCache[] cache = {RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 16)).build()};
+        cache[0].acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE).close();
+        doomFirstRegistration(cache, BASE, PAGE);
+        cache[0].acquire(BASE, PAGE, LOCAL_WRITE).close(); // discarded once, then registered again and published
+        assertEquals(1, cache[0].metrics().get(CacheCounter.DISCARDED_IN_FLIGHT));
+        assertEquals(2, cache[0].regionCount());
+        assertEquals(2, cache[0].policySizeForTest(), "the discarded region left the policy");
+        cache[0].close();
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void aDiscardedMergePutsTheRegionsItWouldHaveSupersededBackIntoThePolicy() {
+        // a merge takes the regions it supersedes out of the policy before the lock; discarded, it must put back
+        // those still published, or they would stay cached and never be evicted
+        RegistrationCache[] cache = {RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 16)).build()};
+        cache[0].acquire(BASE, PAGE, LOCAL_WRITE).close();
+        doomFirstRegistration(cache, BASE + PAGE, PAGE); // overlaps the merged range, not the region
+        int[] calls = {0};
+        registrar.failures((a, l, x) -> ++calls[0] == 2 ? RegistrationException.EINVAL : 0); // the retry fails
+        assertThrows(RegistrationException.class, () -> cache[0].acquire(BASE + PAGE / 2, PAGE, LOCAL_WRITE));
+        assertEquals(1, cache[0].metrics().get(CacheCounter.DISCARDED_IN_FLIGHT));
+        assertEquals(0, cache[0].metrics().get(CacheCounter.MERGES));
+        assertEquals(1, cache[0].regionCount(), "the region the merge would have superseded is still published");
+        assertEquals(1, cache[0].policySizeForTest(), "and back in the policy");
+        cache[0].close();
+        registrar.assertBalanced();
+    }
+
+    @Test
+    void theVictimsOfADiscardedPublicationsAdmissionAreUnlinkedAndDeregistered() {
+        // Caffeine may evict as the policy admits a region that is then discarded: its victims, retired and
+        // claimed already, must still leave the index and be deregistered, or their keys would outlive them
+        RegistrationCache[] cache = {RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 1)).build()};
+        Lease held = cache[0].acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE);
+        Registration first = held.registration();
+        held.close();
+        cache[0].acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE).close(); // two releases: more hits than the newcomer
+        cache[0].invalidateAndWait(BASE + 64 * PAGE, PAGE); // nothing there: only to settle the policy
+        doomFirstRegistration(cache, BASE, PAGE);
+        Lease lease = cache[0].acquire(BASE, PAGE, LOCAL_WRITE);
+        assertEquals(1, cache[0].metrics().get(CacheCounter.DISCARDED_IN_FLIGHT));
+        assertEquals(1, cache[0].metrics().get(CacheCounter.EVICTIONS), "the first region was the admission's victim");
+        assertFalse(registrar.isLive(first), "the victim was deregistered");
+        assertEquals(1, cache[0].regionCount(), "only the new region is published");
+        assertEquals(List.of(lease.registration()), registrar.live());
+        lease.close();
+        cache[0].close();
+        registrar.assertBalanced();
+    }
+
     @Test
     void regionsTheWalkOrAnEnomemRecoveryEvictsLeaveTheEvictionPolicy() {
         // Caffeine bounds the bytes here; the cache's own walk keeps the region count, and an ENOMEM recovery
