@@ -99,45 +99,24 @@ final class EvictionPolicy {
     }
 
     /**
-     * A region is about to be published in place of {@code supersedes} (which leave the policy first, in the same
-     * hold). Called before the cache's lock, so that Caffeine's put and its maintenance never hold up another
-     * thread's planning or publication there: the caller unlinks the victims returned (retired and claimed
-     * already) in the publication's own index copy, or under the same hold if the publication is discarded, and
-     * then deregisters them ({@link #finishEvicted}). Until then the region is in the policy but not in the index:
-     * leased by its owner, no walk takes it, and if Caffeine drops it, it re-enters once idle, as any leased one.
-     * A discarded publication undoes this ({@link #notPublished}).
+     * A region is about to be published. Called before the cache's lock, so that Caffeine's put and its
+     * maintenance never hold up another thread's planning or publication there: the caller unlinks the victims
+     * returned (retired and claimed already) in the publication's own index copy, or in the same hold if the
+     * publication is discarded, and then deregisters them ({@link #finishEvicted}). Until then the region is in
+     * the policy but not in the index: leased by its owner, so no walk takes it, and if Caffeine drops it, it
+     * re-enters once idle, as any leased region. The regions a merge supersedes leave afterwards, as any
+     * retired region ({@link #unlinked}); a discarded publication takes its region out ({@link #notPublished}).
      */
-    List<Region> admitting(Region r, List<Region> supersedes) {
+    List<Region> admitting(Region r) {
         if (!bounded) {
             return List.of();
         }
-        return writing(() -> {
-            supersedes.forEach(policy::invalidate); // those no longer published are out already, or soon will be
-            policy.put(r, r);
-        });
+        return writing(() -> policy.put(r, r));
     }
 
-    /**
-     * A publication that {@link #admitting} announced was discarded (its region retired unpublished): the region
-     * leaves the policy and the superseded regions still live come back, unless a re-entry is already theirs.
-     * A region retired since it was put back is taken out again at once, as in {@link #reenter}.
-     */
-    void notPublished(Region r, List<Region> supersedes) {
-        if (!bounded) {
-            return;
-        }
-        handOff(writing(() -> {
-            policy.invalidate(r);
-            for (Region s : supersedes) {
-                if (!s.isRetired() && !s.isDroppedByPolicy()) { // retired: its unlinker takes it out
-                    policy.put(s, s);
-                    if (s.isRetired()) {
-                        policy.invalidate(s);
-                    }
-                }
-            }
-        }));
-        drainEvicted();
+    /** A region {@link #admitting} announced was retired unpublished: it leaves the policy. */
+    void notPublished(Region r) {
+        unlinked(List.of(r));
     }
 
     /** Regions the policy holds now (tests check that regions leaving the index leave the policy too). */

@@ -53,8 +53,9 @@ import org.jspecify.annotations.Nullable;
  * it takes the lock (Caffeine's put, which evicts inline on the calling thread; its listener only claims idle
  * victims and takes none of the cache's locks), and the victims returned leave in the same index copy as the
  * region that displaced them, or in the same hold if the publication is then discarded, which takes its region
- * out of the policy again and puts back the regions it would have superseded. Until its lock the region is in
- * the policy and not in the index: leased by its owner, so no eviction takes it. Index updates copy one
+ * out of the policy again. Until its lock the region is in the policy and not in the index: leased by its
+ * owner, so no eviction takes it. The regions a merge supersedes leave the policy after the lock, retired
+ * already, as an invalidation's do. Index updates copy one
  * root-to-leaf path, O(log n). The policy's writes and walks take its own lock ({@link EvictionPolicy}), never
  * while holding the cache's: under it only Caffeine runs, whose listener takes no lock.
  *
@@ -396,7 +397,8 @@ public final class RegistrationCache implements AutoCloseable {
         String wrong = recovery.wrongResult(p, address, end, access, reg);
         // the policy learns of the change before the lock, so that Caffeine's put and its maintenance never hold
         // the lock up; its victims still leave in this publication's index copy (or this hold, if discarded)
-        List<Region> evicted = wrong == null ? eviction.admitting(region, p.supersedes) : List.of();
+        List<Region> evicted = wrong == null ? eviction.admitting(region) : List.of();
+        List<Region> superseded = List.of();
         List<Region> toDeregister = List.of();
         boolean publish;
         tables.lock.lock();
@@ -406,7 +408,7 @@ public final class RegistrationCache implements AutoCloseable {
             publish = wrong == null && (!p.doomed || CacheFault.PUBLISH_DOOMED.in(faults))
                     && (!closing.isClosed() || CacheFault.CLOSE_SKIPS_PENDING.in(faults));
             if (publish) {
-                List<Region> superseded = tables.stillPublished(p.supersedes);
+                superseded = tables.stillPublished(p.supersedes);
                 toDeregister = tables.publish(region, superseded, evicted);
                 if (!superseded.isEmpty()) {
                     metrics.countUnderLock(p.upgrade ? CacheCounter.ACCESS_UPGRADES : CacheCounter.MERGES, 1);
@@ -422,11 +424,12 @@ public final class RegistrationCache implements AutoCloseable {
         eviction.finishEvicted(evicted);
         if (!publish) {
             if (wrong == null) {
-                eviction.notPublished(region, p.supersedes);
+                eviction.notPublished(region);
             }
             discardUnpublished(p, region, event, wrong);
             return null;
         }
+        eviction.unlinked(superseded); // retired under the lock, as an invalidation's regions
         CacheEvents.registered(event, p, "published");
         deregistrar.deregisterAll(toDeregister);
         p.published(region);

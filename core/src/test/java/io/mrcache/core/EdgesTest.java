@@ -447,9 +447,9 @@ class EdgesTest extends CacheTestSupport {
     }
 
     @Test
-    void aDiscardedMergePutsTheRegionsItWouldHaveSupersededBackIntoThePolicy() {
-        // a merge takes the regions it supersedes out of the policy before the lock; discarded, it must put back
-        // those still published, or they would stay cached and never be evicted
+    void aDiscardedMergeLeavesTheRegionsItWouldHaveSupersededInThePolicy() {
+        // a merge's superseded regions leave the policy only once retired; were they taken out with the admission,
+        // a discarded merge would leave them cached and never evicted
         RegistrationCache[] cache = {RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 16)).build()};
         cache[0].acquire(BASE, PAGE, LOCAL_WRITE).close();
         doomFirstRegistration(cache, BASE + PAGE, PAGE); // overlaps the merged range, not the region
@@ -459,7 +459,7 @@ class EdgesTest extends CacheTestSupport {
         assertEquals(1, cache[0].metrics().get(CacheCounter.DISCARDED_IN_FLIGHT));
         assertEquals(0, cache[0].metrics().get(CacheCounter.MERGES));
         assertEquals(1, cache[0].regionCount(), "the region the merge would have superseded is still published");
-        assertEquals(1, cache[0].policySizeForTest(), "and back in the policy");
+        assertEquals(1, cache[0].policySizeForTest(), "and in the policy");
         cache[0].close();
         registrar.assertBalanced();
     }
