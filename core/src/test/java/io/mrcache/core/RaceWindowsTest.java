@@ -478,8 +478,10 @@ class RaceWindowsTest extends CacheTestSupport {
     /**
      * A publication's victims are the publisher's to unlink, in its own index copy: a release on another thread
      * while the policy chooses them (the release drains the regions evicted elsewhere) finds none. When that
-     * release could take them, it unlinked them later under the cache's lock, the publisher found the cache
-     * one region over its budget and walked for another victim: two evictions where one was needed.
+     * release could take them, it unlinked them in an index copy of its own (one more copy and one more hold of
+     * the cache's lock), and while the publication still wrote to the policy under the cache's lock, it waited
+     * for that lock, the publisher found the cache one region over its budget and walked for another victim: two
+     * evictions where one was needed.
      */
     @Test
     void aReleaseOnAnotherThreadWhileAPublicationChoosesItsVictimLeavesItToThePublisher() throws Exception {
@@ -493,6 +495,7 @@ class RaceWindowsTest extends CacheTestSupport {
         AtomicReference<Region> victim = new AtomicReference<>();
         AtomicReference<Thread> releaser = new AtomicReference<>();
         boolean[] releaseDoneInWindow = {false};
+        boolean[] victimIndexedAfterRelease = {false};
         within(new Region.RaceWindows() {
             @Override
             public void afterVictimChosen(Region r) {
@@ -506,6 +509,7 @@ class RaceWindowsTest extends CacheTestSupport {
                         Thread.onSpinWait();
                     }
                     releaseDoneInWindow[0] = !t.isAlive();
+                    victimIndexedAfterRelease[0] = cache.registrations().stream().anyMatch(g -> g.address() == r.start);
                 }
             }
         }, () -> {
@@ -516,6 +520,7 @@ class RaceWindowsTest extends CacheTestSupport {
         assertTrue(victim.get() != null && victim.get().start != BASE, "the policy chose an idle victim: " + victim);
         assertTrue(releaseDoneInWindow[0], "the release found none of the publication's victims to unlink: it did"
                 + " not wait for the publisher's lock");
+        assertTrue(victimIndexedAfterRelease[0], "the release left the victim to the publisher");
         assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS), "one region over the budget, one eviction");
         assertEquals(budget, cache.regionCount(), "the budget is full, not one short");
         assertFalse(cache.registrations().stream().anyMatch(g -> g.address() == victim.get().start),
