@@ -421,6 +421,12 @@ class EdgesTest extends CacheTestSupport {
         assertEquals(0, cache.policySizeForTest(), "close took the rest");
     }
 
+    /** A cache bounded to {@code regions}, in an array a registrar's hook can reach before it exists. */
+    private RegistrationCache[] boundedTo(int regions) {
+        return new RegistrationCache[] {
+            RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, regions)).build()};
+    }
+
     /** Dooms the first registration of {@code cache}: an invalidation of {@code [from, from + length)} during it. */
     private void doomFirstRegistration(RegistrationCache[] cache, long from, long length) {
         int[] calls = {0};
@@ -435,7 +441,7 @@ class EdgesTest extends CacheTestSupport {
     void aPublicationDiscardedAfterThePolicyAdmittedItTakesItsRegionOutOfThePolicy() {
         // the policy learns of a region before the cache's lock; a discard under it must undo that, or the policy
         // would keep a retired region, counted against its maximum for good
-        RegistrationCache[] cache = {RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 16)).build()};
+        RegistrationCache[] cache = boundedTo(16);
         cache[0].acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE).close();
         doomFirstRegistration(cache, BASE, PAGE);
         cache[0].acquire(BASE, PAGE, LOCAL_WRITE).close(); // discarded once, then registered again and published
@@ -450,7 +456,7 @@ class EdgesTest extends CacheTestSupport {
     void aDiscardedMergeLeavesTheRegionsItWouldHaveSupersededInThePolicy() {
         // a merge's superseded regions leave the policy only once retired; were they taken out with the admission,
         // a discarded merge would leave them cached and never evicted
-        RegistrationCache[] cache = {RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 16)).build()};
+        RegistrationCache[] cache = boundedTo(16);
         cache[0].acquire(BASE, PAGE, LOCAL_WRITE).close();
         doomFirstRegistration(cache, BASE + PAGE, PAGE); // overlaps the merged range, not the region
         int[] calls = {0};
@@ -468,7 +474,7 @@ class EdgesTest extends CacheTestSupport {
     void theVictimsOfADiscardedPublicationsAdmissionAreUnlinkedAndDeregistered() {
         // Caffeine may evict as the policy admits a region that is then discarded: its victims, retired and
         // claimed already, must still leave the index and be deregistered, or their keys would outlive them
-        RegistrationCache[] cache = {RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 1)).build()};
+        RegistrationCache[] cache = boundedTo(1);
         Lease held = cache[0].acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE);
         Registration first = held.registration();
         held.close();
