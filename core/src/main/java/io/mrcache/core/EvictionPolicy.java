@@ -119,6 +119,12 @@ final class EvictionPolicy {
         unlinked(List.of(r));
     }
 
+    /** The policy's regions, coldest first, once Caffeine has applied what it was told (tests read the order). */
+    List<Region> coldestForTest() {
+        policy.cleanUp();
+        return coldestFirst.coldest(Integer.MAX_VALUE).keySet().stream().toList();
+    }
+
     /** Regions the policy holds now (tests check that regions leaving the index leave the policy too). */
     long sizeForTest() {
         return policy.estimatedSize(); // the map's own count: an invalidate or put shows at once

@@ -708,6 +708,11 @@ public final class RegistrationCache implements AutoCloseable {
         return eviction.sizeForTest();
     }
 
+    /** The start addresses of the policy's regions, coldest first (tests check what the policy was told). */
+    List<Long> policyOrderForTest() {
+        return eviction.coldestForTest().stream().map(r -> r.start).toList();
+    }
+
     /** Slots of the front table now (tests check that it grows and shrinks with the index). */
     int frontTableLengthForTest() {
         return tables.frontTableLength();

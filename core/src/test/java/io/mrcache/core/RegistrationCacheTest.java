@@ -522,6 +522,38 @@ class RegistrationCacheTest extends CacheTestSupport {
         assertHotRegionsSurviveScans(new Budget(Long.MAX_VALUE, 8));
     }
 
+    /**
+     * What the policy is told: region A's 65th hit (past 64, and not a multiple of four) is recorded only when
+     * every release is. Both regions are in Caffeine's protected segment, ordered by their last recorded access,
+     * so that hit decides whether A or B (hit once just before it) is the colder of the two.
+     */
+    @Test
+    void aReleasePastTheSixtyFourthHitIsToldToThePolicyOnlyWhenEveryReleaseIsRecorded() {
+        assertEquals(List.of(BASE + 2 * PAGE, BASE), hotPairOrder(false), "every release: A's 65th hit was told");
+        assertEquals(List.of(BASE, BASE + 2 * PAGE), hotPairOrder(true), "sampled: A's 65th hit was not");
+    }
+
+    /** A (at BASE) and B, in the order the policy holds them after A's 65th hit, coldest first. */
+    private List<Long> hotPairOrder(boolean sampledRecording) {
+        long a = BASE;
+        long b = BASE + 2 * PAGE;
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 16))
+                .sampledAccessRecording(sampledRecording).build()) {
+            for (int i = 0; i < 8; i++) { // A, B and six others: the window holds one, the rest go to probation
+                cache.acquire(BASE + i * 2 * PAGE, PAGE, LOCAL_READ).close();
+            }
+            cache.policyOrderForTest(); // applied: A and B are in probation
+            cache.acquire(b, PAGE, LOCAL_READ).close(); // B's first hit promotes it to the protected segment
+            for (int hit = 1; hit <= 64; hit++) { // A's first hit promotes it too; every one of these is recorded
+                cache.acquire(a, PAGE, LOCAL_READ).close();
+            }
+            cache.acquire(b, PAGE, LOCAL_READ).close(); // B's second hit: B is now the protected segment's newest
+            cache.acquire(a, PAGE, LOCAL_READ).close(); // A's 65th
+            assertEquals(2 + 65, cache.metrics().get(CacheCounter.HITS));
+            return cache.policyOrderForTest().stream().filter(s -> s == a || s == b).toList();
+        }
+    }
+
     /** How {@link #assertHotRegionsSurviveScans} builds its cache and how long it runs. */
     private boolean sampled = true;
     private int steps = 600;
