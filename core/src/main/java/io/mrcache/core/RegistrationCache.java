@@ -55,9 +55,9 @@ import org.jspecify.annotations.Nullable;
  * region that displaced them, or in the same hold if the publication is then discarded, which takes its region
  * out of the policy again. Until its lock the region is in the policy and not in the index: leased by its
  * owner, so no eviction takes it. The regions a merge supersedes leave the policy after the lock, retired
- * already, as an invalidation's do. Index updates copy one
- * root-to-leaf path, O(log n). The policy's writes and walks take its own lock ({@link EvictionPolicy}), never
- * while holding the cache's: under it only Caffeine runs, whose listener takes no lock.
+ * already, as an invalidation's do. Index updates copy one root-to-leaf path, O(log n). The policy's writes
+ * and walks take its own lock ({@link EvictionPolicy}), never while holding the cache's: under it only Caffeine
+ * runs, whose listener takes no lock.
  *
  * <p>Publication against invalidation. Every way out of the index (invalidate, eviction, merge, access
  * upgrade, close) first swaps in a new index without the region, under the lock, and then sets its RETIRED
@@ -117,11 +117,12 @@ import org.jspecify.annotations.Nullable;
  * pinned pages (or one per region when only the count is bounded) and bounded by the budget. A release
  * that leaves a region idle records the access: every one until its lease word has counted 64 hits, then one in
  * four ({@link Region#recordsRelease}), or every one ({@link Builder#sampledAccessRecording}). Without a budget
- * nothing is ever evicted, so an unbounded cache keeps Caffeine out of hits and misses altogether. When Caffeine evicts an entry (its admission may reject
- * the new region itself), the listener retires it only if {@link Region#tryRetireIdle} proves it idle; a
- * victim it cannot evict (leased, or marked by another evictor that may yet withdraw) stays cached, marked,
- * and re-enters the policy when it is next idle, put back by whichever thread sees it idle last (see
- * {@link EvictionPolicy#becameIdle}). After each registration, and after each release while the last walk left
+ * nothing is ever evicted, so an unbounded cache keeps Caffeine out of hits and misses altogether. When
+ * Caffeine evicts an entry (its admission may reject the new region itself), the listener retires it only if
+ * {@link Region#tryRetireIdle} proves it idle; a victim it cannot evict (leased, or marked by another evictor
+ * that may yet withdraw) stays cached, marked, and re-enters the policy when it is next idle, put back by
+ * whichever thread sees it idle last
+ * (see {@link EvictionPolicy#becameIdle}). After each registration, and after each release while the last walk left
  * the cache over budget (every region it could take was leased), {@link EvictionPolicy#makeRoom} walks Caffeine's
  * coldest entries to get back within both bounds (bytes and count); see {@link EvictionPolicy}. The walk counts only settled
  * registrations: one between its register call and the end of its publication (or discard) is left to its own
@@ -799,8 +800,9 @@ public final class RegistrationCache implements AutoCloseable {
          * (a few iterations near 1,000) against 580 to 1,490 per thread on two. What sampling costs: the policy
          * ranks a region it has long heard of a little below newer ones, which cost 0.1 to 0.6 points of hit ratio
          * on Zipf traces over sixteen times the budget, and moved a Zipf trace with scans by -1.6 to +1.7 points,
-         * within what the trace's seed moves it (docs/PERFORMANCE.md, {@code PolicyHitRatio}). Turn it off where one thread does the work, the working set is far larger than
-         * the budget, and a registration costs more than a few thousand hits.
+         * within what the trace's seed moves it (docs/PERFORMANCE.md, {@code PolicyHitRatio}). Turn it off where
+         * one thread does the work, the working set is far larger than the budget, and a registration costs more
+         * than a few thousand hits.
          */
         public Builder sampledAccessRecording(boolean sampled) {
             this.sampledAccessRecording = sampled;

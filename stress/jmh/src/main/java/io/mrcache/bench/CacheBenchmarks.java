@@ -175,7 +175,7 @@ public class CacheBenchmarks {
         RegistrationCache cache;
         long[] hotSize = new long[Workloads.MIXED_HOT];
 
-        /** Whether the cache samples the accesses it tells its policy of (the builder's option; W4 keeps the default). */
+        /** Whether the cache samples what it tells its policy (the builder's option; W4 keeps the default). */
         boolean sampled() {
             return true;
         }
