@@ -479,7 +479,6 @@ class EdgesTest extends CacheTestSupport {
         Registration first = held.registration();
         held.close();
         cache[0].acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE).close(); // two releases: more hits than the newcomer
-        cache[0].invalidateAndWait(BASE + 64 * PAGE, PAGE); // nothing there: only to settle the policy
         doomFirstRegistration(cache, BASE, PAGE);
         Lease lease = cache[0].acquire(BASE, PAGE, LOCAL_WRITE);
         assertEquals(1, cache[0].metrics().get(CacheCounter.DISCARDED_IN_FLIGHT));
