@@ -2,7 +2,6 @@ package io.mrcache.core;
 
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
@@ -155,15 +154,13 @@ final class RegionIndex {
     }
 
     /** A new index with {@code added} (may be null) and without {@code removed}. O(log n) per region. */
-    RegionIndex with(@Nullable Region added, Collection<Region> removed) {
+    RegionIndex with(@Nullable Region added, List<Region> removed) {
         if (root == null) {
             return withoutNode(added, removed);
         }
         Node r = root;
-        for (Region gone : removed) {
-            if (r != null) {
-                r = r.remove(gone);
-            }
+        for (int i = 0; i < removed.size() && r != null; i++) { // no iterator: a miss and a free each come here
+            r = r.remove(removed.get(i));
         }
         if (added != null) {
             r = r == null ? Node.leaf(new Region[] {added}) : r.insertSplittingRoot(added);
@@ -172,7 +169,7 @@ final class RegionIndex {
     }
 
     /** {@link #with} on an index of at most one region: a node only when two regions remain. */
-    private RegionIndex withoutNode(@Nullable Region added, Collection<Region> removed) {
+    private RegionIndex withoutNode(@Nullable Region added, List<Region> removed) {
         Region kept = single != null && !removed.contains(single) ? single : null;
         if (added == null) {
             return kept == single ? this : EMPTY;
@@ -186,10 +183,10 @@ final class RegionIndex {
     }
 
     /** A new index that also holds {@code added}. */
-    RegionIndex withAll(Collection<Region> added) {
+    RegionIndex withAll(List<Region> added) {
         RegionIndex r = this;
-        for (Region a : added) {
-            r = r.with(a, List.of());
+        for (int i = 0; i < added.size(); i++) {
+            r = r.with(added.get(i), List.of());
         }
         return r;
     }
@@ -395,44 +392,57 @@ final class RegionIndex {
 
         /** This subtree with {@code r} inserted after every region starting at or before it, as a new root. */
         Node insertSplittingRoot(Region r) {
-            Node[] replacement = insert(r);
-            return replacement.length == 1 ? replacement[0] : inner(replacement);
+            @Nullable Node[] overflow = new Node[1];
+            Node replacement = insert(r, overflow);
+            Node right = overflow[0];
+            return right == null ? replacement : inner(new Node[] {replacement, right});
         }
 
-        /** The nodes replacing this one: one, or two when it overflowed. */
-        private Node[] insert(Region r) {
+        /**
+         * The node replacing this one; when it overflowed, the left of the two, with the right one left in
+         * {@code overflow[0]} (one holder per insertion instead of an array returned from every level).
+         */
+        private Node insert(Region r, @Nullable Node[] overflow) {
             if (isLeaf) {
                 int at = lastAtOrBefore(starts, r.start) + 1;
                 if (regions.length < FANOUT) {
-                    return new Node[] {withEntry(at, r)}; // copies this leaf's arrays, reads no other region
+                    return withEntry(at, r); // copies this leaf's arrays, reads no other region
                 }
                 if (at == regions.length || at == 0) { // past either end: the new region alone beside this leaf
                     Node alone = leaf(new Region[] {r});
-                    return at == 0 ? new Node[] {alone, this} : new Node[] {this, alone};
+                    return split(at == 0 ? alone : this, at == 0 ? this : alone, overflow);
                 }
                 Region[] rs = insertAt(regions, at, r);
                 int cut = splitPoint(at, rs.length);
-                return new Node[] {leaf(Arrays.copyOf(rs, cut)), leaf(Arrays.copyOfRange(rs, cut, rs.length))};
+                return split(leaf(Arrays.copyOf(rs, cut)), leaf(Arrays.copyOfRange(rs, cut, rs.length)), overflow);
             }
             int i = Math.max(0, lastAtOrBefore(starts, r.start));
-            Node[] below = children[i].insert(r);
-            Node[] cs;
-            if (below.length == 1) {
-                return new Node[] {withChild(i, below[0])};
+            Node left = children[i].insert(r, overflow);
+            Node right = overflow[0];
+            if (right == null) {
+                return withChild(i, left);
             }
-            cs = insertAt(children, i + 1, below[1]);
-            cs[i] = below[0];
+            overflow[0] = null;
+            if (children.length >= FANOUT) { // this node overflows too; checked first so as to copy nothing
+                if (i == children.length - 1 && left == children[i]) { // its last child grew a new last
+                    return split(this, inner(new Node[] {right}), overflow);
+                }
+                if (i == 0 && right == children[0]) { // ... or its first child grew a new first
+                    return split(inner(new Node[] {left}), this, overflow);
+                }
+            }
+            Node[] cs = insertAt(children, i + 1, right);
+            cs[i] = left;
             if (cs.length <= FANOUT) {
-                return new Node[] {withSplitChild(i, below[0], below[1], cs)};
-            }
-            if (i == children.length - 1 && below[0] == children[i]) { // a full node's last child grew a new last
-                return new Node[] {this, inner(new Node[] {below[1]})};
-            }
-            if (i == 0 && below[1] == children[0]) { // ... or its first child grew a new first
-                return new Node[] {inner(new Node[] {below[0]}), this};
+                return withSplitChild(i, left, right, cs);
             }
             int cut = splitPoint(i + 1, cs.length);
-            return new Node[] {inner(Arrays.copyOf(cs, cut)), inner(Arrays.copyOfRange(cs, cut, cs.length))};
+            return split(inner(Arrays.copyOf(cs, cut)), inner(Arrays.copyOfRange(cs, cut, cs.length)), overflow);
+        }
+
+        private static Node split(Node left, Node right, @Nullable Node[] overflow) {
+            overflow[0] = right;
+            return left;
         }
 
         /**
