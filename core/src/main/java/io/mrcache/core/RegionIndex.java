@@ -3,72 +3,97 @@ package io.mrcache.core;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
 /**
  * An immutable interval index: a persistent B+-tree of regions ordered by start address (overlaps allowed;
  * remote regions are exact and never merged), each node keeping the running maximum of the ends below it so
- * that a lookup stops going left as soon as nothing earlier can reach far enough.
+ * that a lookup stops going left as soon as nothing earlier can reach far enough; and beside it one small
+ * leaf of the regions added since the tree last took any (at most {@value #YOUNG} of them).
  *
  * <p>Readers use a published instance without locks and without allocating. Writers build a new one under
  * the cache's index lock by path copying: an insertion or removal copies the nodes from the root to one leaf
  * (at most {@value #FANOUT} entries each), O(log n), and shares every other node with the old index. A tree
  * left sparse by removals (on average under a quarter full) is rebuilt, which costs O(n) once per Omega(n)
- * removals. An index of one region holds it without a node: a miss and its invalidation on an otherwise empty
- * cache (a buffer registered, used and freed) then build no node at all.
+ * removals.
+ *
+ * <p>Why the young leaf: a buffer registered, used and freed soon after (the pattern that misses most) would
+ * otherwise cost two path copies, in and out of a tree whose height grows with everything else cached (at a
+ * million regions a miss and its free copied about 1,600 bytes of nodes). An insertion copies the young leaf
+ * instead, and a removal of a young region copies it again; only when it is full do its regions move into the
+ * tree, all at once, which costs each region the one path copy it would have cost anyway. A lookup reads the
+ * tree and the young leaf and, where both serve, takes the later start; on equal starts the young region,
+ * which is the newer (every region in the tree was added before every young one): the same answer as one tree
+ * holding them all, in which equal starts keep their insertion order.
  */
 final class RegionIndex {
     static final RegionIndex EMPTY = new RegionIndex(null, null);
     /** Most entries of a leaf and children of an inner node. */
     static final int FANOUT = 32;
+    /** Most regions in the young leaf: its starts and its ends are one cache line each. */
+    static final int YOUNG = 8;
     /** How full a rebuild packs its nodes: room for insertions before the next split. */
     private static final int PACKED = FANOUT * 3 / 4;
 
     private final @Nullable Node root;
-    /** The only region, when the index holds exactly one (and {@link #root} is null). */
-    private final @Nullable Region single;
+    /**
+     * The regions added since the tree last took any, in start order (equal starts in insertion order), null when
+     * none: a plain array, scanned whole (no node: one region on an otherwise empty cache costs one short array).
+     */
+    private final Region @Nullable [] young;
+    /**
+     * The young regions' first start and greatest end (or an empty span): a range outside it is answered
+     * without reading a young region, as the free hooks' fast path mostly is.
+     */
+    private final long youngLow;
+    private final long youngHigh;
 
-    private RegionIndex(@Nullable Node root, @Nullable Region single) {
+    private RegionIndex(@Nullable Node root, Region @Nullable [] young) {
         this.root = root;
-        this.single = single;
+        this.young = young;
+        long high = Long.MIN_VALUE;
+        if (young != null) {
+            for (Region r : young) {
+                high = Math.max(high, r.end);
+            }
+        }
+        this.youngLow = young != null ? young[0].start : Long.MAX_VALUE;
+        this.youngHigh = high;
     }
 
-    private static RegionIndex of(@Nullable Node root) {
-        if (root == null) {
-            return EMPTY;
+    private static RegionIndex of(@Nullable Node root, Region @Nullable [] young) {
+        if (root != null) {
+            while (!root.isLeaf && root.children.length == 1) {
+                root = root.children[0]; // a removal left a root with one child
+            }
+            if (!root.isLeaf && root.size * 4 < root.leaves * FANOUT) { // (a lone leaf is as packed as it gets)
+                root = build(root.all());
+            }
         }
-        while (!root.isLeaf && root.children.length == 1) {
-            root = root.children[0]; // a removal left a root with one child
-        }
-        if (root.isLeaf && root.size == 1) {
-            return new RegionIndex(null, root.regions[0]);
-        }
-        if (!root.isLeaf && root.size * 4 < root.leaves * FANOUT) { // (a lone leaf is as packed as it gets)
-            return new RegionIndex(build(root.all()), null);
-        }
-        return new RegionIndex(root, null);
+        return root == null && young == null ? EMPTY : new RegionIndex(root, young);
     }
 
     int size() {
-        return root != null ? root.size : single != null ? 1 : 0;
+        return (root != null ? root.size : 0) + (young != null ? young.length : 0);
     }
 
-    /** Height of the tree (0 when empty, 1 for a single leaf or region): for tests of the O(log n) shape. */
+    /** Height of the tree (0 when empty; 1 for a lone leaf, or only young regions): for tests of its shape. */
     int height() {
-        int h = single != null ? 1 : 0;
+        int h = root == null && young != null ? 1 : 0;
         for (Node n = root; n != null; n = n.isLeaf ? null : n.children[0]) {
             h++;
         }
         return h;
     }
 
-    /** Leaves of the tree (a lone region counts as one): for tests of how full its nodes are kept. */
+    /** Leaves of the tree (only young regions count as one): for tests of how full its nodes are kept. */
     int leaves() {
-        return root != null ? root.leaves : single != null ? 1 : 0;
+        return root != null ? root.leaves : young != null ? 1 : 0;
     }
 
-    /** The leaf nodes in order, as opaque objects (none for one region): which nodes an update shares. */
+    /** The tree's leaf nodes in order, as opaque objects (not the young leaf): which nodes an update shares. */
     List<Object> leafNodesForTest() {
         List<Object> out = new ArrayList<>();
         if (root != null) {
@@ -77,44 +102,53 @@ final class RegionIndex {
         return out;
     }
 
-    /** The root node as an opaque object (null for none): whether an update kept it. */
+    /** The tree's root node as an opaque object (null for none): whether an update kept it. */
     @Nullable Object rootNodeForTest() {
         return root;
     }
 
+    /** This index with its young regions moved into the tree now: for tests of the tree's own shape. */
+    RegionIndex settledForTest() {
+        Region[] y = young;
+        return y == null ? this : of(withYoung(root, y), null);
+    }
+
+    /** How many regions the young leaf holds: for tests of when they move into the tree. */
+    int youngForTest() {
+        return young != null ? young.length : 0;
+    }
+
     /** A live region serving the request, or null. Allocation-free. */
     @Nullable Region findServing(long from, long to, int access, boolean widenRemote) {
-        if (root == null) {
-            Region r = singleServing(from, to, access, widenRemote);
-            return r != null && r.isLive() ? r : null;
-        }
-        return root.find(from, to, access, widenRemote, true);
+        Region old = root != null ? root.find(from, to, access, widenRemote, true) : null;
+        Region recent = young != null && youngSpans(from, to)
+                ? youngServing(young, from, to, access, widenRemote, true) : null;
+        return later(old, recent);
     }
 
-    /** The lone region if there is one and its range and rights serve the request (liveness unchecked). */
-    private @Nullable Region singleServing(long from, long to, int access, boolean widenRemote) {
-        Region r = single;
-        return r != null && r.serves(from, to, access, widenRemote) ? r : null;
-    }
-
-    /** Whether the lone region, if there is one, overlaps {@code [from, to)}. */
-    private boolean singleOverlaps(long from, long to) {
-        Region r = single;
-        return r != null && r.start < to && r.end > from;
+    /** Of a region from the tree and a young one, the later start; the young one on equal starts. */
+    private static @Nullable Region later(@Nullable Region old, @Nullable Region recent) {
+        return recent != null && (old == null || recent.start >= old.start) ? recent : old;
     }
 
     /**
      * The hit path's lookup: like {@link #findServing} but reads only the index's arrays, leaving the region's
      * lease word (the one cache line threads write) to the compare-and-set that follows, which fails on a
-     * retired region anyway. Walks straight down to the leaf holding the last start at or before {@code from}
-     * and scans it; only when that fails and an earlier subtree can still reach {@code to} does it search the
-     * tree.
+     * retired region anyway.
      */
     @Nullable Region findServingUnchecked(long from, long to, int access, boolean widenRemote) {
+        Region recent = young != null && youngSpans(from, to)
+                ? youngServing(young, from, to, access, widenRemote, false) : null;
         Node top = root;
-        if (top == null) {
-            return singleServing(from, to, access, widenRemote);
-        }
+        return top == null ? recent : later(treeServingUnchecked(top, from, to, access, widenRemote), recent);
+    }
+
+    /**
+     * Walks straight down to the leaf holding the last start at or before {@code from} and scans it; only when
+     * that fails and an earlier subtree can still reach {@code to} does it search the tree.
+     */
+    private static @Nullable Region treeServingUnchecked(Node top, long from, long to, int access,
+            boolean widenRemote) {
         Node n = top;
         boolean earlierMayServe = false;
         while (!n.isLeaf) {
@@ -136,50 +170,57 @@ final class RegionIndex {
 
     /** Whether any region overlaps {@code [from, to)}. Allocation-free: the free hooks' fast path. */
     boolean overlapsAny(long from, long to) {
-        return root == null ? singleOverlaps(from, to) : root.overlapsAny(from, to);
+        return (young != null && youngSpanOverlaps(from, to) && youngOverlaps(young, from, to))
+                || (root != null && root.overlapsAny(from, to));
     }
 
     /** Every region overlapping {@code [from, to)} (start < to and end > from), latest start first. */
     List<Region> overlapping(long from, long to) {
-        if (root == null) { // no node: an immutable answer, half the bytes of a list (a free allocates it)
-            return singleOverlaps(from, to) ? List.of(single) : List.of();
+        List<Region> recent = young != null && youngSpanOverlaps(from, to) ? youngOverlapping(young, from, to)
+                : List.of();
+        if (root == null) {
+            return recent;
         }
         List<Region> out = new ArrayList<>(2);
+        out.addAll(recent);
         root.collectOverlapping(from, to, out);
+        if (!recent.isEmpty() && out.size() > recent.size()) {
+            out.sort(LATEST_START_FIRST); // stable: on equal starts the young regions (the newer) stay first
+        }
         return out;
     }
 
+    private static final Comparator<Region> LATEST_START_FIRST = (a, b) -> Long.compare(b.start, a.start);
+
     boolean contains(Region region) {
-        return root != null ? root.contains(region) : single == region;
+        return (young != null && indexOf(young, region) >= 0) || (root != null && root.contains(region));
     }
 
-    /** A new index with {@code added} (may be null) and without {@code removed}. O(log n) per region. */
+    /**
+     * A new index with {@code added} (may be null) and without {@code removed}. O(log n) per region removed
+     * from the tree; a young region's removal, and an insertion, copy the young leaf (and, when it is full,
+     * move its regions into the tree first).
+     */
     RegionIndex with(@Nullable Region added, List<Region> removed) {
-        if (root == null) {
-            return withoutNode(added, removed);
-        }
         Node r = root;
-        for (int i = 0; i < removed.size() && r != null; i++) { // no iterator: a miss and a free each come here
-            r = r.remove(removed.get(i));
+        Region[] y = young;
+        for (int i = 0; i < removed.size(); i++) { // no iterator: a miss and a free each come here
+            Region gone = removed.get(i);
+            int at = y != null ? indexOf(y, gone) : -1;
+            if (y != null && at >= 0) {
+                y = y.length == 1 ? null : Node.removeAt(y, at);
+            } else if (r != null) {
+                r = r.remove(gone);
+            }
         }
         if (added != null) {
-            r = r == null ? Node.leaf(new Region[] {added}) : r.insertSplittingRoot(added);
+            if (y != null && y.length >= YOUNG) {
+                r = withYoung(r, y);
+                y = null;
+            }
+            y = y == null ? new Region[] {added} : withYoungRegion(y, added);
         }
-        return r == root ? this : of(r);
-    }
-
-    /** {@link #with} on an index of at most one region: a node only when two regions remain. */
-    private RegionIndex withoutNode(@Nullable Region added, List<Region> removed) {
-        Region kept = single != null && !removed.contains(single) ? single : null;
-        if (added == null) {
-            return kept == single ? this : EMPTY;
-        }
-        if (kept == null) {
-            return new RegionIndex(null, added);
-        }
-        // after every region starting at or before it, as an insertion into a leaf puts it
-        Region[] pair = added.start >= kept.start ? new Region[] {kept, added} : new Region[] {added, kept};
-        return new RegionIndex(Node.leaf(pair), null);
+        return r == root && y == young ? this : of(r, y);
     }
 
     /** A new index that also holds {@code added}. */
@@ -191,12 +232,100 @@ final class RegionIndex {
         return r;
     }
 
-    /** Every region, in start order. */
+    /** Every region, in start order (equal starts in insertion order). */
     List<Region> all() {
-        if (root == null) {
-            return single == null ? List.of() : List.of(single);
+        List<Region> old = root != null ? root.all() : List.of();
+        if (young == null) {
+            return Collections.unmodifiableList(old);
         }
-        return Collections.unmodifiableList(root.all());
+        List<Region> out = new ArrayList<>(old.size() + young.length);
+        int i = 0;
+        for (Region y : young) {
+            while (i < old.size() && old.get(i).start <= y.start) { // the tree's first on equal starts
+                out.add(old.get(i++));
+            }
+            out.add(y);
+        }
+        out.addAll(old.subList(i, old.size()));
+        return Collections.unmodifiableList(out);
+    }
+
+    // ------------------------------------------------------------------ the young regions: scanned whole
+
+    /** Whether the young regions' span holds {@code [from, to)} (where one of them may serve it). */
+    private boolean youngSpans(long from, long to) {
+        return youngLow <= from && youngHigh >= to;
+    }
+
+    /** Whether the young regions' span overlaps {@code [from, to)} (where one of them may overlap it). */
+    private boolean youngSpanOverlaps(long from, long to) {
+        return youngLow < to && youngHigh > from;
+    }
+
+    /** The young region with the latest start serving the request (live only when {@code checkLive}). */
+    private static @Nullable Region youngServing(Region[] young, long from, long to, int access,
+            boolean widenRemote, boolean checkLive) {
+        for (int i = young.length - 1; i >= 0; i--) { // latest start first, the newer of equal starts first
+            Region r = young[i];
+            if (r.serves(from, to, access, widenRemote) && (!checkLive || r.isLive())) {
+                return r;
+            }
+        }
+        return null;
+    }
+
+    private static boolean youngOverlaps(Region[] young, long from, long to) {
+        for (Region r : young) {
+            if (r.start < to && r.end > from) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The young regions overlapping {@code [from, to)}, latest start first; no list made for none or one. */
+    private static List<Region> youngOverlapping(Region[] young, long from, long to) {
+        Region first = null;
+        List<Region> more = null;
+        for (int i = young.length - 1; i >= 0; i--) {
+            Region r = young[i];
+            if (r.start >= to || r.end <= from) {
+                continue;
+            }
+            if (first == null) {
+                first = r;
+            } else {
+                if (more == null) {
+                    more = new ArrayList<>(4);
+                    more.add(first);
+                }
+                more.add(r);
+            }
+        }
+        return more != null ? more : first != null ? List.of(first) : List.of();
+    }
+
+    private static int indexOf(Region[] young, Region region) {
+        for (int i = 0; i < young.length; i++) {
+            if (young[i] == region) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** {@code young} with {@code added} after every region starting at or before it. */
+    private static Region[] withYoungRegion(Region[] young, Region added) {
+        int at = young.length;
+        while (at > 0 && young[at - 1].start > added.start) {
+            at--;
+        }
+        return Node.insertAt(young, at, added);
+    }
+
+    /** The tree with every young region moved into it (in start order: equal starts keep their order). */
+    private static Node withYoung(@Nullable Node root, Region[] young) {
+        return root == null ? Node.leaf(young) : root.withAll(young);
     }
 
     /** A packed tree over regions already in start order. */
@@ -390,6 +519,15 @@ final class RegionIndex {
             return false;
         }
 
+        /** This subtree with each of {@code regions} inserted in turn, as a new root. */
+        Node withAll(Region[] regions) {
+            Node n = this;
+            for (Region r : regions) {
+                n = n.insertSplittingRoot(r);
+            }
+            return n;
+        }
+
         /** This subtree with {@code r} inserted after every region starting at or before it, as a new root. */
         Node insertSplittingRoot(Region r) {
             @Nullable Node[] overflow = new Node[1];
@@ -579,14 +717,14 @@ final class RegionIndex {
             }
         }
 
-        private static <T> T[] insertAt(T[] a, int at, T x) {
+        static <T> T[] insertAt(T[] a, int at, T x) {
             T[] out = Arrays.copyOf(a, a.length + 1);
             System.arraycopy(a, at, out, at + 1, a.length - at);
             out[at] = x;
             return out;
         }
 
-        private static <T> T[] removeAt(T[] a, int at) {
+        static <T> T[] removeAt(T[] a, int at) {
             T[] out = Arrays.copyOf(a, a.length - 1);
             System.arraycopy(a, at + 1, out, at, a.length - at - 1);
             return out;

@@ -242,9 +242,10 @@ class RegionIndexTest {
         assertEquals(List.of(earlier, a), one.with(earlier, List.of()).all(), "in start order");
         assertEquals(List.of(a, sameStart), one.with(sameStart, List.of()).all(), "equal starts: after it");
         RegionIndex two = one.with(b, List.of());
-        assertEquals(1, two.leafNodesForTest().size());
-        assertEquals(List.of(), two.with(null, List.of(a)).leafNodesForTest(), "back to one: the node goes");
+        assertEquals(List.of(), two.leafNodesForTest(), "two young regions: still no tree node");
+        assertEquals(1, two.settledForTest().leafNodesForTest().size(), "settled: one leaf of the tree");
         assertEquals(List.of(b), two.with(null, List.of(a)).all());
+        assertEquals(List.of(b), two.settledForTest().with(null, List.of(a)).all());
 
         a.retire();
         assertSame(null, one.findServing(10 * PAGE, 11 * PAGE, LOCAL_WRITE, false), "a retired region is not live");
@@ -262,12 +263,13 @@ class RegionIndexTest {
             full = full.with(r, List.of());
             model.add(ascending ? model.size() : 0, r);
         }
+        full = full.settledForTest(); // the tree's own insertions are what this test is about
         List<Object> leaves = full.leafNodesForTest();
         assertEquals(RegionIndex.FANOUT, leaves.size(), "an ordered fill packs every leaf");
         assertEquals(2, full.height());
 
         Region past = EdgesTest.region(ascending ? (n + 1) * PAGE : 0, PAGE, LOCAL_WRITE);
-        RegionIndex grown = full.with(past, List.of());
+        RegionIndex grown = full.with(past, List.of()).settledForTest();
         List<Object> grownLeaves = grown.leafNodesForTest();
         assertEquals(RegionIndex.FANOUT + 1, grownLeaves.size());
         List<Object> kept = ascending ? grownLeaves.subList(0, RegionIndex.FANOUT)
@@ -291,6 +293,111 @@ class RegionIndexTest {
         model.remove(past);
         assertEquals(model, shrunk.all());
         assertFalse(shrunk.overlapsAny(past.start, past.end));
+    }
+
+    /** The pattern that misses most: a buffer registered and freed soon after, beside many others cached. */
+    @Test
+    void aRegionAddedAndRemovedSoonCopiesNoNodeOfTheTree() {
+        RegionIndex full = insertAll(ascending(RegionIndex.FANOUT * RegionIndex.FANOUT)).settledForTest();
+        Object root = full.rootNodeForTest();
+        assertNotNull(root);
+        List<Object> leaves = full.leafNodesForTest();
+        Region buffer = EdgesTest.region(10_000 * PAGE, PAGE, LOCAL_WRITE);
+
+        RegionIndex grown = full.with(buffer, List.of());
+        assertSame(root, grown.rootNodeForTest(), "the insertion went to the young regions, not the tree");
+        assertEquals(1, grown.youngForTest());
+        assertEquals(full.size() + 1, grown.size());
+        assertSame(buffer, grown.findServing(buffer.start, buffer.end, LOCAL_WRITE, false));
+        assertSame(buffer, grown.findServingUnchecked(buffer.start, buffer.end, LOCAL_WRITE, false));
+        assertTrue(grown.contains(buffer) && grown.overlapsAny(buffer.start, buffer.start + 1));
+        assertEquals(List.of(buffer), grown.overlapping(buffer.start - PAGE, buffer.end));
+
+        RegionIndex freed = grown.with(null, List.of(buffer));
+        assertSame(root, freed.rootNodeForTest(), "and so did the removal");
+        assertEquals(leaves, freed.leafNodesForTest());
+        assertEquals(0, freed.youngForTest());
+        assertFalse(freed.contains(buffer) || freed.overlapsAny(buffer.start, buffer.end));
+        assertEquals(full.all(), freed.all());
+    }
+
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    void theYoungRegionsMoveIntoTheTreeTogetherWhenOneMoreArrives(boolean treeEmptyBefore) {
+        RegionIndex idx = treeEmptyBefore ? RegionIndex.EMPTY : insertAll(ascending(100)).settledForTest();
+        @Nullable Object root = idx.rootNodeForTest();
+        List<Region> young = new ArrayList<>();
+        for (int i = 0; i < RegionIndex.YOUNG; i++) { // descending: each one lands first among the young
+            Region r = EdgesTest.region((1_000 - i) * PAGE, PAGE, LOCAL_READ);
+            young.addFirst(r);
+            idx = idx.with(r, List.of());
+        }
+        assertEquals(RegionIndex.YOUNG, idx.youngForTest());
+        assertSame(root, idx.rootNodeForTest(), "up to " + RegionIndex.YOUNG + " young regions stay out of the tree");
+        assertEquals(young, idx.all().subList(idx.size() - RegionIndex.YOUNG, idx.size()), "in start order");
+
+        Region next = EdgesTest.region(2_000 * PAGE, PAGE, LOCAL_READ);
+        RegionIndex moved = idx.with(next, List.of());
+        assertEquals(1, moved.youngForTest(), "the young regions moved into the tree; the new one is young");
+        assertEquals(idx.size() + 1, moved.size());
+        assertEquals(treeEmptyBefore ? 1 : 4, moved.leaves(), "a leaf of eight, or the last of four grown by them");
+        RegionIndex withoutNew = moved.with(null, List.of(next));
+        for (Region r : young) {
+            assertSame(r, withoutNew.findServing(r.start, r.end, LOCAL_READ, false), "found in the tree");
+            assertTrue(withoutNew.contains(r));
+        }
+        assertEquals(idx.all(), withoutNew.all());
+        assertEquals(0, withoutNew.youngForTest());
+    }
+
+    /** A tree region and a young one: the later start answers, and on equal starts the young one (the newer). */
+    @Test
+    void aYoungRegionAnswersBeforeATreeRegionOnlyWhenItStartsAtOrAfterIt() {
+        Region old = EdgesTest.region(10 * PAGE, 4 * PAGE, LOCAL_WRITE);
+        Region oldLater = EdgesTest.region(30 * PAGE, 4 * PAGE, LOCAL_WRITE);
+        RegionIndex tree = RegionIndex.EMPTY.withAll(List.of(old, oldLater)).settledForTest();
+        Region sameStart = EdgesTest.region(10 * PAGE, 2 * PAGE, LOCAL_WRITE);
+        Region earlier = EdgesTest.region(25 * PAGE, 10 * PAGE, LOCAL_WRITE); // starts before oldLater, covers it
+        RegionIndex idx = tree.with(sameStart, List.of()).with(earlier, List.of());
+        assertEquals(2, idx.youngForTest());
+
+        assertSame(sameStart, idx.findServing(10 * PAGE, 11 * PAGE, LOCAL_WRITE, false), "equal starts: the young");
+        assertSame(sameStart, idx.findServingUnchecked(10 * PAGE, 11 * PAGE, LOCAL_WRITE, false));
+        assertSame(old, idx.findServing(10 * PAGE, 13 * PAGE, LOCAL_WRITE, false), "only the old one reaches");
+        assertSame(oldLater, idx.findServing(31 * PAGE, 32 * PAGE, LOCAL_WRITE, false), "the tree's starts later");
+        assertSame(oldLater, idx.findServingUnchecked(31 * PAGE, 32 * PAGE, LOCAL_WRITE, false));
+        assertSame(earlier, idx.findServingUnchecked(26 * PAGE, 27 * PAGE, LOCAL_WRITE, false), "only it serves");
+        assertEquals(List.of(sameStart, old), idx.overlapping(10 * PAGE, 11 * PAGE), "latest first, young first");
+        assertEquals(List.of(oldLater, earlier), idx.overlapping(30 * PAGE, 31 * PAGE));
+        assertEquals(List.of(old, sameStart, earlier, oldLater), idx.all(), "equal starts: the tree's first");
+
+        sameStart.retire();
+        assertSame(old, idx.findServing(10 * PAGE, 11 * PAGE, LOCAL_WRITE, false), "a retired young one is passed");
+        assertSame(sameStart, idx.findServingUnchecked(10 * PAGE, 11 * PAGE, LOCAL_WRITE, false),
+                "the hit path's lookup leaves liveness to the lease attempt");
+    }
+
+    /** The young regions' span: its first start and its greatest end, which need not be the last one's. */
+    @Test
+    void aRangeInsideTheYoungRegionsSpanIsScannedAndOneOutsideItOverlapsNothing() {
+        Region wide = EdgesTest.region(10 * PAGE, 30 * PAGE, LOCAL_WRITE); // [10, 40) pages
+        Region narrow = EdgesTest.region(20 * PAGE, PAGE, LOCAL_WRITE); // [20, 21): ends before wide does
+        Region apart = EdgesTest.region(60 * PAGE, PAGE, LOCAL_WRITE); // [60, 61)
+        RegionIndex idx = RegionIndex.EMPTY.withAll(List.of(wide, narrow, apart));
+        assertEquals(3, idx.youngForTest());
+        assertTrue(idx.overlapsAny(39 * PAGE, 45 * PAGE), "past the last start, before the greatest end");
+        assertSame(wide, idx.findServing(30 * PAGE, 40 * PAGE, LOCAL_WRITE, false));
+        assertSame(wide, idx.findServingUnchecked(30 * PAGE, 40 * PAGE, LOCAL_WRITE, false));
+        assertEquals(List.of(wide), idx.overlapping(38 * PAGE, 45 * PAGE));
+        assertFalse(idx.overlapsAny(45 * PAGE, 60 * PAGE), "inside the span, between regions");
+        assertEquals(List.of(), idx.overlapping(45 * PAGE, 60 * PAGE));
+        assertFalse(idx.overlapsAny(61 * PAGE, 70 * PAGE) || idx.overlapsAny(0, 10 * PAGE),
+                "ranges that touch the span's ends");
+        assertTrue(idx.overlapsAny(61 * PAGE - 1, 70 * PAGE) && idx.overlapsAny(0, 10 * PAGE + 1));
+        assertSame(null, idx.findServing(9 * PAGE, 11 * PAGE, LOCAL_WRITE, false), "starts before the span");
+        assertSame(null, idx.findServingUnchecked(60 * PAGE, 62 * PAGE, LOCAL_WRITE, false), "ends past it");
+        assertSame(apart, idx.findServingUnchecked(60 * PAGE, 61 * PAGE, LOCAL_WRITE, false), "its very ends");
+        assertEquals(List.of(apart, narrow, wide), idx.overlapping(0, 100 * PAGE), "latest start first");
     }
 
     @Test
@@ -327,7 +434,7 @@ class RegionIndexTest {
             model.add(r);
         }
         Region past = EdgesTest.region(1_000 * PAGE, PAGE, LOCAL_WRITE);
-        RegionIndex grown = idx.with(past, List.of());
+        RegionIndex grown = idx.settledForTest().with(past, List.of()).settledForTest(); // all in the tree
         assertEquals(3, grown.leaves());
         assertEquals(2, grown.height());
         RegionIndex shrunk = grown.with(null, List.of(past));
