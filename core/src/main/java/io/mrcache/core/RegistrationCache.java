@@ -36,10 +36,11 @@ import org.jspecify.annotations.Nullable;
  * <h2>Concurrency</h2>
  * <p>The tables live in {@link RegionTables}: the index, the retiring index, the in-flight registrations,
  * the front table and the lock. Read without a lock: the index, an immutable {@link RegionIndex} published
- * through a volatile field, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and striped lease cells. A
- * hit is a probe of the {@link FrontTable} (a hint for repeated requests; where it has no answer, one volatile
+ * through a volatile field, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and
+ * striped lease cells. A hit is a probe of the {@link FrontTable} (a hint for repeated requests; where it has no answer, one volatile
  * read of the index and a walk down its B+-tree, a branch-free binary search over each node's arrays, two or
- * three nodes deep at thousands of regions), then one atomic add on the calling thread's lease cell of the
+ * three nodes deep at thousands of regions, and a scan of the few regions added since the tree last took any),
+ * then one atomic add on the calling thread's lease cell of the
  * region and one read of its state word ({@link Region#tryRetainHit}: a volatile add, then a volatile read),
  * which backs off once the region is retired. A region found through the hint, like one found through an old
  * index, is only ever retained through that same check. Two threads hitting the same region write different

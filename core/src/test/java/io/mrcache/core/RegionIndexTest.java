@@ -179,6 +179,11 @@ class RegionIndexTest {
         assertSame(longOne, idx.findServingUnchecked(7_000 * PAGE, 7_001 * PAGE, LOCAL_WRITE, false));
         assertSame(longOne, idx.findServing(7_000 * PAGE + 1, 7_003 * PAGE, LOCAL_WRITE, false));
         assertEquals(List.of(longOne), idx.overlapping(8_001 * PAGE, 8_002 * PAGE));
+
+        longOne.retire(); // found the same way: through the search of the earlier subtree
+        assertSame(longOne, idx.findServingUnchecked(7_000 * PAGE, 7_001 * PAGE, LOCAL_WRITE, false),
+                "the hit path's lookup leaves liveness to the lease attempt");
+        assertSame(null, idx.findServing(7_000 * PAGE + 1, 7_003 * PAGE, LOCAL_WRITE, false), "no longer live");
     }
 
     /**
