@@ -10,8 +10,8 @@ import org.jspecify.annotations.Nullable;
 /**
  * An immutable interval index: a persistent B+-tree of regions ordered by start address (overlaps allowed;
  * remote regions are exact and never merged), each node keeping the running maximum of the ends below it so
- * that a lookup stops going left as soon as nothing earlier can reach far enough; and beside it one small
- * leaf of the regions added since the tree last took any (at most {@value #YOUNG} of them).
+ * that a lookup stops going left as soon as nothing earlier can reach far enough; and beside it a short array
+ * of the regions added since the tree last took any (at most {@value #YOUNG}: the young regions).
  *
  * <p>Readers use a published instance without locks and without allocating. Writers build a new one under
  * the cache's index lock by path copying: an insertion or removal copies the nodes from the root to one leaf
@@ -19,12 +19,12 @@ import org.jspecify.annotations.Nullable;
  * left sparse by removals (on average under a quarter full) is rebuilt, which costs O(n) once per Omega(n)
  * removals.
  *
- * <p>Why the young leaf: a buffer registered, used and freed soon after (the pattern that misses most) would
+ * <p>Why young regions: a buffer registered, used and freed soon after (the pattern that misses most) would
  * otherwise cost two path copies, in and out of a tree whose height grows with everything else cached (at a
- * million regions a miss and its free copied about 1,600 bytes of nodes). An insertion copies the young leaf
+ * million regions a miss and its free copied about 1,600 bytes of nodes). An insertion copies the young array
  * instead, and a removal of a young region copies it again; only when it is full do its regions move into the
  * tree, all at once, which costs each region the one path copy it would have cost anyway. A lookup reads the
- * tree and the young leaf and, where both serve, takes the later start; on equal starts the young region,
+ * tree and the young regions and, where both serve, takes the later start; on equal starts the young region,
  * which is the newer (every region in the tree was added before every young one): the same answer as one tree
  * holding them all, in which equal starts keep their insertion order.
  */
@@ -32,7 +32,7 @@ final class RegionIndex {
     static final RegionIndex EMPTY = new RegionIndex(null, null);
     /** Most entries of a leaf and children of an inner node. */
     static final int FANOUT = 32;
-    /** Most regions in the young leaf: its starts and its ends are one cache line each. */
+    /** Most young regions: few enough that scanning them all costs less than the path copy they save. */
     static final int YOUNG = 8;
     /** How full a rebuild packs its nodes: room for insertions before the next split. */
     private static final int PACKED = FANOUT * 3 / 4;
@@ -93,7 +93,7 @@ final class RegionIndex {
         return root != null ? root.leaves : young != null ? 1 : 0;
     }
 
-    /** The tree's leaf nodes in order, as opaque objects (not the young leaf): which nodes an update shares. */
+    /** The tree's leaf nodes in order, as opaque objects (no young region): which nodes an update shares. */
     List<Object> leafNodesForTest() {
         List<Object> out = new ArrayList<>();
         if (root != null) {
@@ -113,7 +113,7 @@ final class RegionIndex {
         return y == null ? this : of(withYoung(root, y), null);
     }
 
-    /** How many regions the young leaf holds: for tests of when they move into the tree. */
+    /** How many young regions there are: for tests of when they move into the tree. */
     int youngForTest() {
         return young != null ? young.length : 0;
     }
@@ -132,9 +132,9 @@ final class RegionIndex {
     }
 
     /**
-     * The hit path's lookup: like {@link #findServing} but reads only the index's arrays, leaving the region's
-     * lease word (the one cache line threads write) to the compare-and-set that follows, which fails on a
-     * retired region anyway.
+     * The hit path's lookup: like {@link #findServing} but reads only the tree's arrays (and the young regions'
+     * ranges where the request lies in their span), leaving the region's lease word (the one cache line threads
+     * write) to the compare-and-set that follows, which fails on a retired region anyway.
      */
     @Nullable Region findServingUnchecked(long from, long to, int access, boolean widenRemote) {
         Region recent = young != null && youngSpans(from, to)
@@ -198,7 +198,7 @@ final class RegionIndex {
 
     /**
      * A new index with {@code added} (may be null) and without {@code removed}. O(log n) per region removed
-     * from the tree; a young region's removal, and an insertion, copy the young leaf (and, when it is full,
+     * from the tree; a young region's removal, and an insertion, copy the young array (and, when it is full,
      * move its regions into the tree first).
      */
     RegionIndex with(@Nullable Region added, List<Region> removed) {
