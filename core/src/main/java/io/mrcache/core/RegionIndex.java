@@ -276,11 +276,16 @@ final class RegionIndex {
 
     private static boolean youngOverlaps(Region[] young, long from, long to) {
         for (Region r : young) {
-            if (r.start < to && r.end > from) {
+            if (overlaps(r, from, to)) {
                 return true;
             }
         }
         return false;
+    }
+
+    /** Whether {@code r} overlaps {@code [from, to)}: a range that only touches it does not. */
+    private static boolean overlaps(Region r, long from, long to) {
+        return r.start < to && r.end > from;
     }
 
     /** The young regions overlapping {@code [from, to)}, latest start first; no list made for none or one. */
@@ -289,7 +294,7 @@ final class RegionIndex {
         List<Region> more = null;
         for (int i = young.length - 1; i >= 0; i--) {
             Region r = young[i];
-            if (r.start >= to || r.end <= from) {
+            if (!overlaps(r, from, to)) {
                 continue;
             }
             if (first == null) {
