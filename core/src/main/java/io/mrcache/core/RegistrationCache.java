@@ -34,17 +34,16 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <h2>Concurrency</h2>
- * <p>The tables live in {@link RegionTables}: the index, the retiring index, the in-flight registrations,
- * the front table and the lock. Read without a lock: the index, an immutable {@link RegionIndex} published
- * through a volatile field, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and
- * striped lease cells. A hit is a probe of the {@link FrontTable} (a hint for repeated requests; where it has no answer, one volatile
- * read of the index and a walk down its B+-tree, a branch-free binary search over each node's arrays, two or
- * three nodes deep at thousands of regions, and a scan of the few regions added since the tree last took any),
- * then one atomic add on the calling thread's lease cell of the
- * region and one read of its state word ({@link Region#tryRetainHit}: a volatile add, then a volatile read),
- * which backs off once the region is retired. A region found through the hint, like one found through an old
- * index, is only ever retained through that same check. Two threads hitting the same region write different
- * cache lines.
+ * <p>The tables live in {@link RegionTables}: the index, the retiring index, the in-flight registrations, the
+ * front table and the lock. Read without a lock: the index, an immutable {@link RegionIndex} published through a
+ * volatile field, and each {@link Region}'s state word (RETIRED, EVICTING, CLAIMED bits) and striped lease
+ * cells. A hit is a probe of the {@link FrontTable} (a hint for repeated requests; where it has no answer, one
+ * volatile read of the index and a walk down its B+-tree, a branch-free binary search over each node's arrays,
+ * two or three nodes deep at thousands of regions, and a scan of the few regions added since the tree last took
+ * any), then one atomic add on the calling thread's lease cell of the region and one read of its state word
+ * ({@link Region#tryRetainHit}: a volatile add, then a volatile read), which backs off once the region is
+ * retired. A region found through the hint, like one found through an old index, is only ever retained through
+ * that same check. Two threads hitting the same region write different cache lines.
  *
  * <p>Written under the lock ({@link RegionTables#lock}) only: the index, the index of
  * retired-but-not-yet-deregistered regions (the retiring index) and the list of in-flight registrations, and
@@ -118,16 +117,16 @@ import org.jspecify.annotations.Nullable;
  * pinned pages (or one per region when only the count is bounded) and bounded by the budget. A release
  * that leaves a region idle records the access: every one until its lease word has counted 64 hits, then one in
  * four ({@link Region#recordsRelease}), or every one ({@link Builder#sampledAccessRecording}). Without a budget
- * nothing is ever evicted, so an unbounded cache keeps Caffeine out of hits and misses altogether. When
- * Caffeine evicts an entry (its admission may reject the new region itself), the listener retires it only if
+ * nothing is ever evicted, so an unbounded cache keeps Caffeine out of hits and misses altogether. When Caffeine
+ * evicts an entry (its admission may reject the new region itself), the listener retires it only if
  * {@link Region#tryRetireIdle} proves it idle; a victim it cannot evict (leased, or marked by another evictor
  * that may yet withdraw) stays cached, marked, and re-enters the policy when it is next idle, put back by
- * whichever thread sees it idle last
- * (see {@link EvictionPolicy#becameIdle}). After each registration, and after each release while the last walk left
- * the cache over budget (every region it could take was leased), {@link EvictionPolicy#makeRoom} walks Caffeine's
- * coldest entries to get back within both bounds (bytes and count); see {@link EvictionPolicy}. The walk counts only settled
- * registrations: one between its register call and the end of its publication (or discard) is left to its own
- * thread, which reads the budget again once it has settled, so a release elsewhere never evicts for it.
+ * whichever thread sees it idle last (see {@link EvictionPolicy#becameIdle}). After each registration, and after
+ * each release while the last walk left the cache over budget (every region it could take was leased),
+ * {@link EvictionPolicy#makeRoom} walks Caffeine's coldest entries to get back within both bounds (bytes and
+ * count); see {@link EvictionPolicy}. The walk counts only settled registrations: one between its register call
+ * and the end of its publication (or discard) is left to its own thread, which reads the budget again once it
+ * has settled, so a release elsewhere never evicts for it.
  * Every write to the policy completes Caffeine's maintenance (where it evicts) before it lets go of the policy
  * lock, so the victims of a write are chosen in it, and they are that thread's: a publication's leave the index
  * in the publication's own copy, a walk's before it reads the budget again; all are deregistered outside every
