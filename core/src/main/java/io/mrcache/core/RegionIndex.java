@@ -13,20 +13,20 @@ import org.jspecify.annotations.Nullable;
  * that a lookup stops going left as soon as nothing earlier can reach far enough; and beside it a short array
  * of the regions added since the tree last took any (at most {@value #YOUNG}: the young regions).
  *
- * <p>Readers use a published instance without locks and without allocating. Writers build a new one under
- * the cache's index lock by path copying: an insertion or removal copies the nodes from the root to one leaf
- * (at most {@value #FANOUT} entries each), O(log n), and shares every other node with the old index. A tree
- * left sparse by removals (on average under a quarter full) is rebuilt, which costs O(n) once per Omega(n)
- * removals.
+ * <p>Readers use a published instance without locks and without allocating. Writers build a new one under the cache's
+ * index lock by path copying: a removal copies the nodes from the root to one leaf (at most {@value #FANOUT} entries
+ * each), O(log n), the young regions' move into the tree copies each node they reach once, and every other node is
+ * shared with the old index. A tree left sparse by removals (on average under a quarter full) is rebuilt, which costs
+ * O(n) once per Omega(n) removals.
  *
- * <p>Why young regions: a buffer registered, used and freed soon after (the pattern that misses most) would
- * otherwise cost two path copies, in and out of a tree whose height grows with everything else cached (at a
- * million regions a miss and its free copied about 1,600 bytes of nodes). An insertion copies the young array
- * instead, and a removal of a young region copies it again; only when it is full do its regions move into the
- * tree, all at once, which costs each region the one path copy it would have cost anyway. A lookup reads the
- * tree and the young regions and, where both serve, takes the later start; on equal starts the young region,
- * which is the newer (every region in the tree was added before every young one): the same answer as one tree
- * holding them all, in which equal starts keep their insertion order.
+ * <p>Why young regions: a buffer registered, used and freed soon after (the pattern that misses most) would otherwise
+ * cost two path copies, in and out of a tree whose height grows with everything else cached (at a million regions a
+ * miss and its free copied about 1,600 bytes of nodes). An insertion copies the young array instead, and a removal of a
+ * young region copies it again; only when it is full do its regions move into the tree, all at once, in one pass that
+ * copies each node they reach once (eight regions bound for one leaf cost about one path copy, not eight). A lookup
+ * reads the tree and the young regions and, where both serve, takes the later start; on equal starts the young region,
+ * which is the newer (every region in the tree was added before every young one): the same answer as one tree holding
+ * them all, in which equal starts keep their insertion order.
  */
 final class RegionIndex {
     static final RegionIndex EMPTY = new RegionIndex(null, null);
@@ -524,79 +524,168 @@ final class RegionIndex {
             return false;
         }
 
-        /** This subtree with each of {@code regions} inserted in turn, as a new root. */
-        Node withAll(Region[] regions) {
-            Node n = this;
-            for (Region r : regions) {
-                n = n.insertSplittingRoot(r);
-            }
-            return n;
-        }
-
-        /** This subtree with {@code r} inserted after every region starting at or before it, as a new root. */
-        Node insertSplittingRoot(Region r) {
-            @Nullable Node[] overflow = new Node[1];
-            Node replacement = insert(r, overflow);
-            Node right = overflow[0];
-            return right == null ? replacement : inner(new Node[] {replacement, right});
-        }
-
         /**
-         * The node replacing this one; when it overflowed, the left of the two, with the right one left in
-         * {@code overflow[0]} (one holder per insertion instead of an array returned from every level).
+         * This subtree with {@code sorted} (in start order) inserted, each after every region of the tree starting
+         * at or before it, as a new root. One pass: each node the regions reach is copied once for all of them,
+         * where inserting them in turn copied a root-to-leaf path per region.
          */
-        private Node insert(Region r, @Nullable Node[] overflow) {
-            if (isLeaf) {
-                int at = lastAtOrBefore(starts, r.start) + 1;
-                if (regions.length < FANOUT) {
-                    return withEntry(at, r); // copies this leaf's arrays, reads no other region
-                }
-                if (at == regions.length || at == 0) { // past either end: the new region alone beside this leaf
-                    Node alone = leaf(new Region[] {r});
-                    return split(at == 0 ? alone : this, at == 0 ? this : alone, overflow);
-                }
-                Region[] rs = insertAt(regions, at, r);
-                int cut = splitPoint(at, rs.length);
-                return split(leaf(Arrays.copyOf(rs, cut)), leaf(Arrays.copyOfRange(rs, cut, rs.length)), overflow);
+        Node withAll(Region[] sorted) {
+            Node[] parts = insertRun(sorted, 0, sorted.length);
+            while (parts.length > 1) { // the root split: a new level above the parts
+                parts = chunks(parts, parts.length, 0);
             }
-            int i = Math.max(0, lastAtOrBefore(starts, r.start));
-            Node left = children[i].insert(r, overflow);
-            Node right = overflow[0];
-            if (right == null) {
-                return withChild(i, left);
-            }
-            overflow[0] = null;
-            if (children.length >= FANOUT) { // this node overflows too; checked first so as to copy nothing
-                if (i == children.length - 1 && left == children[i]) { // its last child grew a new last
-                    return split(this, inner(new Node[] {right}), overflow);
+            return parts[0];
+        }
+
+        /** The nodes replacing this one (one, unless it overflowed) once {@code sorted[from, to)} is inserted. */
+        private Node[] insertRun(Region[] sorted, int from, int to) {
+            return isLeaf ? leafWithRun(sorted, from, to) : innerWithRun(sorted, from, to);
+        }
+
+        private Node[] leafWithRun(Region[] sorted, int from, int to) {
+            int n = regions.length;
+            int added = to - from;
+            long[] ss = new long[n + added];
+            long[] es = new long[n + added];
+            Region[] rs = new Region[n + added];
+            int i = 0;
+            int k = 0;
+            for (int j = from; j < to; j++) { // a merge by start; this leaf's regions first on equal starts
+                Region r = sorted[j];
+                while (i < n && starts[i] <= r.start) {
+                    ss[k] = starts[i];
+                    es[k] = ends[i];
+                    rs[k++] = regions[i++];
                 }
-                if (i == 0 && right == children[0]) { // ... or its first child grew a new first
-                    return split(inner(new Node[] {left}), this, overflow);
+                ss[k] = r.start;
+                es[k] = r.end;
+                rs[k++] = r;
+            }
+            System.arraycopy(starts, i, ss, k, n - i);
+            System.arraycopy(ends, i, es, k, n - i);
+            System.arraycopy(regions, i, rs, k, n - i);
+            int length = n + added;
+            if (length <= FANOUT) {
+                return new Node[] {new Node(ss, es, rs, NO_CHILDREN, length, 1)};
+            }
+            // where the run lies past either end, this leaf's entries stay one node: this one, not a copy
+            int kept = sorted[from].start >= starts[n - 1] ? n : sorted[to - 1].start < starts[0] ? -n : 0;
+            int[] cuts = cuts(length, kept);
+            Node[] out = new Node[cuts.length - 1];
+            for (int c = 0; c < out.length; c++) {
+                int a = cuts[c];
+                int b = cuts[c + 1];
+                out[c] = kept == n && c == 0 || kept == -n && c == out.length - 1 ? this
+                        : new Node(Arrays.copyOfRange(ss, a, b), Arrays.copyOfRange(es, a, b),
+                                Arrays.copyOfRange(rs, a, b), NO_CHILDREN, b - a, 1);
+            }
+            return out;
+        }
+
+        private Node[] innerWithRun(Region[] sorted, int from, int to) {
+            Node[][] replaced = new Node[children.length][];
+            int grown = 0;
+            int first = -1;
+            int last = -1;
+            for (int j = from; j < to;) { // sorted: each child's regions are a run of their own
+                int i = Math.max(0, lastAtOrBefore(starts, sorted[j].start));
+                int end = j + 1;
+                while (end < to && (i + 1 == starts.length || sorted[end].start < starts[i + 1])) {
+                    end++;
+                }
+                replaced[i] = children[i].insertRun(sorted, j, end);
+                grown += replaced[i].length - 1;
+                first = first < 0 ? i : first;
+                last = i;
+                j = end;
+            }
+            if (grown == 0) { // no child split: a path copy, the unchanged arrays shared where they can be
+                Node[] cs = children.clone();
+                long[] ss = starts;
+                long[] es = ends;
+                int size = this.size;
+                int leaves = this.leaves;
+                for (int i = first; i <= last; i++) {
+                    if (replaced[i] == null) {
+                        continue;
+                    }
+                    Node child = replaced[i][0];
+                    cs[i] = child;
+                    size += child.size - children[i].size;
+                    leaves += child.leaves - children[i].leaves;
+                    if (ss[i] != child.starts[0]) {
+                        ss = ss == starts ? starts.clone() : ss;
+                        ss[i] = child.starts[0];
+                    }
+                    if (child.maxEnd() > es[i]) { // a bound: never lowered here (see ends)
+                        es = es == ends ? ends.clone() : es;
+                        es[i] = child.maxEnd();
+                    }
+                }
+                return new Node[] {new Node(ss, es, es == ends ? maxEnds : prefixMax(es), NO_REGIONS, cs, size,
+                        leaves)};
+            }
+            Node[] cs = new Node[children.length + grown];
+            int k = 0;
+            for (int i = 0; i < children.length; i++) {
+                if (replaced[i] == null) {
+                    cs[k++] = children[i];
+                } else {
+                    System.arraycopy(replaced[i], 0, cs, k, replaced[i].length);
+                    k += replaced[i].length;
                 }
             }
-            Node[] cs = insertAt(children, i + 1, right);
-            cs[i] = left;
+            int n = children.length;
+            // this node kept whole where only its last child grew new last children (or its first new first ones)
             if (cs.length <= FANOUT) {
-                return withSplitChild(i, left, right, cs);
+                return new Node[] {inner(cs)};
             }
-            int cut = splitPoint(i + 1, cs.length);
-            return split(inner(Arrays.copyOf(cs, cut)), inner(Arrays.copyOfRange(cs, cut, cs.length)), overflow);
-        }
-
-        private static Node split(Node left, Node right, @Nullable Node[] overflow) {
-            overflow[0] = right;
-            return left;
+            int kept = first != last ? 0 : first == n - 1 && cs[n - 1] == children[n - 1] ? n
+                    : first == 0 && cs[cs.length - n] == children[0] ? -n : 0;
+            Node[] out = chunks(cs, cs.length, kept);
+            if (kept == n) {
+                out[0] = this;
+            } else if (kept == -n) {
+                out[out.length - 1] = this;
+            }
+            return out;
         }
 
         /**
-         * Where an overflowing node of {@code length} entries splits after an insertion at {@code at}: in the
-         * middle, except that an insertion at either end leaves the full side whole, so that ascending (or
-         * descending) addresses, the common order of a buffer pool, fill nodes instead of leaving them half
-         * empty. ({@link #insert} keeps the full side itself at either end instead of copying it, so a region
-         * added past the last of a full tree, and removed again, copies no full node.)
+         * Inner nodes over {@code nodes[0, length)}, at most {@value #FANOUT} each: cut as {@link #cuts} says
+         * ({@code kept} as there).
          */
-        private static int splitPoint(int at, int length) {
-            return at == length - 1 ? length - 1 : at == 0 ? 1 : length / 2;
+        private static Node[] chunks(Node[] nodes, int length, int kept) {
+            int[] cuts = cuts(length, kept);
+            Node[] out = new Node[cuts.length - 1];
+            for (int c = 0; c < out.length; c++) {
+                out[c] = inner(Arrays.copyOfRange(nodes, cuts[c], cuts[c + 1]));
+            }
+            return out;
+        }
+
+        /**
+         * Where {@code length} entries are cut into nodes of at most {@value #FANOUT}: the boundaries, first 0 and
+         * last {@code length}. With {@code kept} = n > 0 the first n entries (a node's own, the new ones all past
+         * them) stay one node, the node itself, and the rest fill nodes from the left; with -n the last n stay
+         * and the rest fill from the right. So ascending (or descending) addresses, the common order of a buffer
+         * pool, fill nodes instead of leaving them half empty, and regions added past the last of a full tree,
+         * and removed again, copy no full node. With 0 the entries are spread evenly.
+         */
+        private static int[] cuts(int length, int kept) {
+            int parts = (length + FANOUT - 1) / FANOUT;
+            if (kept != 0) {
+                int whole = Math.abs(kept);
+                parts = 1 + (length - whole + FANOUT - 1) / FANOUT;
+            }
+            int[] cuts = new int[parts + 1];
+            cuts[parts] = length;
+            for (int c = 1; c < parts; c++) {
+                cuts[c] = kept > 0 ? kept + (c - 1) * FANOUT
+                        : kept < 0 ? length + kept - (parts - 1 - c) * FANOUT
+                        : (int) ((long) length * c / parts);
+            }
+            return cuts;
         }
 
         /** This subtree without {@code r}: itself when {@code r} is absent, null when nothing is left. */
@@ -626,15 +715,6 @@ final class RegionIndex {
         // Copies with one entry or child changed: System.arraycopy of this node's arrays, so that an update
         // reads no region and no sibling node (at 65,536 regions those reads are cache misses).
 
-        private Node withEntry(int at, Region r) {
-            long[] ss = insertAt(starts, at, r.start);
-            long[] es = insertAt(ends, at, r.end);
-            boolean stillRising = maxEnds == ends && (at == 0 || ends[at - 1] <= r.end)
-                    && (at == ends.length || r.end <= ends[at]);
-            return new Node(ss, es, stillRising ? es : prefixMax(es), insertAt(regions, at, r), NO_CHILDREN,
-                    size + 1, 1);
-        }
-
         private Node withoutEntry(int at) {
             long[] es = removeAt(ends, at);
             return new Node(removeAt(starts, at), es, maxEnds == ends ? es : prefixMax(es), removeAt(regions, at),
@@ -660,17 +740,6 @@ final class RegionIndex {
             return out;
         }
 
-        /** Child {@code i} split into {@code a} and {@code b}; {@code cs} is the new children array. */
-        private Node withSplitChild(int i, Node a, Node b, Node[] cs) {
-            long[] ss = insertAt(starts, i + 1, b.starts[0]);
-            long[] es = insertAt(ends, i + 1, b.maxEnd());
-            ss[i] = a.starts[0];
-            es[i] = a.maxEnd();
-            Node old = children[i];
-            return new Node(ss, es, NO_REGIONS, cs, size - old.size + a.size + b.size,
-                    leaves - old.leaves + a.leaves + b.leaves);
-        }
-
         private Node withoutChild(int i) {
             Node old = children[i];
             return new Node(removeAt(starts, i), removeAt(ends, i), NO_REGIONS, removeAt(children, i),
@@ -679,14 +748,6 @@ final class RegionIndex {
 
         long maxEnd() {
             return maxEnds[maxEnds.length - 1];
-        }
-
-        private static long[] insertAt(long[] a, int at, long x) {
-            long[] out = new long[a.length + 1];
-            System.arraycopy(a, 0, out, 0, at);
-            System.arraycopy(a, at, out, at + 1, a.length - at);
-            out[at] = x;
-            return out;
         }
 
         private static long[] removeAt(long[] a, int at) {

@@ -355,6 +355,98 @@ class RegionIndexTest {
         assertEquals(0, withoutNew.youngForTest());
     }
 
+    /**
+     * The young regions enter the tree in one pass: eight that land inside one full leaf (the first, one in the
+     * middle, the last) split it once, evenly, and the full root splits once too; every other leaf is shared.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {0, 5, 31})
+    void youngRegionsLandingInOneFullLeafSplitItOnceAndShareEveryOtherLeaf(int target) {
+        int n = RegionIndex.FANOUT * RegionIndex.FANOUT; // every leaf and the root full
+        List<Region> tree = ascending(n);
+        RegionIndex full = insertAll(tree).settledForTest();
+        List<Object> leaves = full.leafNodesForTest();
+        assertEquals(RegionIndex.FANOUT, leaves.size());
+        model.addAll(tree);
+        int after = target * 32 + 10; // the young ones start between this region and the next, in the target leaf
+        RegionIndex idx = full;
+        for (int k = RegionIndex.YOUNG; k >= 1; k--) { // descending: the young array sorts them
+            Region r = EdgesTest.region(after * PAGE + k * (PAGE / 16), PAGE / 32, LOCAL_READ);
+            idx = idx.with(r, List.of());
+            model.add(after + 1, r);
+        }
+        RegionIndex settled = idx.settledForTest();
+        assertEquals(model, settled.all(), "in start order");
+        List<Object> leavesAfter = settled.leafNodesForTest();
+        assertEquals(RegionIndex.FANOUT + 1, leavesAfter.size(), "one leaf split in two");
+        for (int i = 0; i < RegionIndex.FANOUT; i++) {
+            if (i != target) {
+                assertSame(leaves.get(i), leavesAfter.get(i < target ? i : i + 1), "leaf " + i + " is shared");
+            }
+        }
+        assertEquals(3, settled.height(), "the full root split in two under a new one");
+        assertEquals(n + RegionIndex.YOUNG, settled.size());
+        for (Region r : model) {
+            assertSame(r, settled.findServing(r.start, r.end, r.access, false));
+        }
+        // the split leaf's halves hold twenty each: removing the first twenty of them empties exactly one
+        List<Region> firstHalf = model.subList(target * 32, target * 32 + 20);
+        RegionIndex emptied = settled.with(null, List.copyOf(firstHalf));
+        assertEquals(RegionIndex.FANOUT, emptied.leaves(), "the first half was a leaf of its own");
+    }
+
+    /**
+     * Two children of a full root change in one pass: the first grows a new first leaf (a region before every
+     * other) and a later one, with room, takes a region without splitting. Neither keeps the root whole.
+     */
+    @Test
+    void aRootWhoseFirstLeafGrowsAndAnotherChangesKeepsBothChanges() {
+        List<Region> tree = new ArrayList<>();
+        for (int i = 0; i < RegionIndex.FANOUT * RegionIndex.FANOUT; i++) {
+            tree.add(EdgesTest.region((1 + i) * PAGE, PAGE, LOCAL_WRITE));
+        }
+        RegionIndex idx = insertAll(tree).settledForTest();
+        Region gap = tree.get(5 * 32 + 3); // leaf 5 gets room for one
+        idx = idx.with(null, List.of(gap)).settledForTest();
+        model.addAll(tree);
+        model.remove(gap);
+        Region first = EdgesTest.region(0, PAGE, LOCAL_READ);
+        Region refill = EdgesTest.region(gap.start, PAGE, LOCAL_READ);
+        idx = idx.with(first, List.of()).with(refill, List.of());
+        model.addFirst(first);
+        model.add(5 * 32 + 4, refill);
+        RegionIndex settled = idx.settledForTest();
+        assertEquals(model, settled.all());
+        assertSame(first, settled.findServing(0, PAGE, LOCAL_READ, false));
+        assertSame(refill, settled.findServing(gap.start, gap.end, LOCAL_READ, false));
+        assertEquals(RegionIndex.FANOUT + 1, settled.leaves());
+    }
+
+    /** Young regions starting where a full last leaf's last region starts come after it, in a leaf of their own. */
+    @Test
+    void youngRegionsStartingWithAFullLeafsLastRegionFollowItInANewLeaf() {
+        List<Region> tree = ascending(RegionIndex.FANOUT * 2);
+        RegionIndex full = insertAll(tree).settledForTest();
+        List<Object> leaves = full.leafNodesForTest();
+        assertEquals(2, leaves.size(), "two full leaves");
+        model.addAll(tree);
+        long lastStart = tree.getLast().start;
+        RegionIndex idx = full;
+        for (int k = 0; k < RegionIndex.YOUNG; k++) {
+            Region r = EdgesTest.region(lastStart, (k + 2) * PAGE, LOCAL_READ);
+            idx = idx.with(r, List.of());
+            model.add(r);
+        }
+        RegionIndex settled = idx.settledForTest();
+        assertEquals(model, settled.all(), "equal starts in insertion order: the tree's region first");
+        List<Object> after = settled.leafNodesForTest();
+        assertEquals(3, after.size());
+        assertSame(leaves.get(0), after.get(0));
+        assertSame(leaves.get(1), after.get(1), "the full leaf is kept, not copied and split");
+        assertSame(model.getLast(), settled.findServing(lastStart, lastStart + PAGE, LOCAL_READ, false),
+                "the latest of equal starts answers");
+    }
+
     /** A tree region and a young one: the later start answers, and on equal starts the young one (the newer). */
     @Test
     void aYoungRegionAnswersBeforeATreeRegionOnlyWhenItStartsAtOrAfterIt() {
