@@ -428,10 +428,12 @@ final class EvictionPolicy {
      * chosen while this thread holds the lock ({@link #victimsOfHolder}).
      */
     private void maintain(Runnable maintenance) {
+        Region.raceWindowsForTest.inPolicyMaintenance(false);
         maintenance.run();
         if (policyLock.isHeldByCurrentThread()) {
             maintained = true;
         }
+        Region.raceWindowsForTest.inPolicyMaintenance(true);
     }
 
     /**

@@ -461,9 +461,10 @@ final class Region {
     /**
      * Test seam: windows where another thread's acquire, release or invalidation can come in, which the race
      * tests cannot pin down (jcstress did not reach the evictor's window between its sum and its claim); tests
-     * set {@link #raceWindowsForTest} to run that other thread's step there. In use it is {@link RaceWindows#NONE}, whose
-     * empty calls the JIT inlines away: one static read per eviction attempt, per re-entry into the policy, per
-     * back-off and per join, none on the hit path.
+     * set {@link #raceWindowsForTest} to run that other thread's step there. In use it is
+     * {@link RaceWindows#NONE}, whose empty calls the JIT inlines away: one static read per eviction attempt, per
+     * re-entry into the policy, per back-off and per join, and two per run of the policy's maintenance (a write's,
+     * or a release's once its buffer of recorded reads fills); none on a hit's own path.
      */
     interface RaceWindows {
         /** No windows: what the cache runs with. */
@@ -517,6 +518,14 @@ final class Region {
 
         /** A harvest read a word past the threshold; it has not swapped the harvested hits out yet. */
         default void beforeHarvestSwap(Region r) {
+        }
+
+        /**
+         * This thread holds Caffeine's eviction lock to run the policy's maintenance: before it runs
+         * ({@code ran} false) and after ({@code ran} true). A write to the policy on another thread meanwhile
+         * cannot run its own.
+         */
+        default void inPolicyMaintenance(boolean ran) {
         }
     }
 

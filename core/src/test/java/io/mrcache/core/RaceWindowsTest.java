@@ -9,6 +9,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -525,6 +526,108 @@ class RaceWindowsTest extends CacheTestSupport {
         assertEquals(budget, cache.regionCount(), "the budget is full, not one short");
         assertFalse(cache.registrations().stream().anyMatch(g -> g.address() == victim.get().start),
                 "the victim left the index");
+        cache.close();
+    }
+
+    /**
+     * A release runs the policy's maintenance (its buffer of recorded reads filled) and stops inside it, holding
+     * Caffeine's eviction lock, {@code before} or after the maintenance ran; meanwhile a miss on another thread
+     * writes its region to the policy, whose own maintenance cannot run. The miss must not publish until its
+     * write's victims are chosen: it runs the maintenance itself once the lock is free, so it waits. Returns what
+     * the test checks: the region count the miss had published by the time it waited (or ended), the victim
+     * chosen, and the cache.
+     */
+    private record MaintenanceRace(int publishedWhileHeld, boolean missWaited, Region victim,
+            RegistrationCache cache, Registration missed) {
+    }
+
+    private MaintenanceRace missWhileAReleaseHoldsThePolicysMaintenance(boolean before) throws Exception {
+        int budget = 64;
+        RegistrationCache cache = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, budget))
+                .build();
+        for (int i = 0; i < budget; i++) {
+            cache.acquire(BASE + i * 8 * PAGE, PAGE, LOCAL_WRITE).close();
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        CountDownLatch go = new CountDownLatch(1);
+        AtomicReference<Thread> releaser = new AtomicReference<>();
+        AtomicReference<Region> victim = new AtomicReference<>();
+        AtomicBoolean once = new AtomicBoolean();
+        AtomicBoolean released = new AtomicBoolean();
+        AtomicReference<Lease> missLease = new AtomicReference<>();
+        return within(new Region.RaceWindows() {
+            @Override
+            public void inPolicyMaintenance(boolean ran) {
+                if (ran != before && Thread.currentThread() == releaser.get() && once.compareAndSet(false, true)) {
+                    stopped.countDown();
+                    await(go);
+                }
+            }
+
+            @Override
+            public void afterVictimChosen(Region r) {
+                victim.compareAndSet(null, r);
+            }
+        }, () -> {
+            Thread hits = new Thread(() -> { // hits on one region until a release's read drain runs maintenance
+                for (int i = 0; i < 1_000_000 && !released.get(); i++) {
+                    cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
+                }
+            }, "releaser");
+            releaser.set(hits);
+            hits.start();
+            await(stopped);
+            Thread miss = new Thread(() -> missLease.set(cache.acquire(BASE + budget * 8 * PAGE, PAGE, LOCAL_WRITE)),
+                    "miss");
+            miss.start();
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (miss.isAlive() && miss.getState() != Thread.State.WAITING && System.nanoTime() < until) {
+                Thread.onSpinWait();
+            }
+            boolean waited = miss.isAlive();
+            int published = cache.regionCount();
+            released.set(true);
+            go.countDown();
+            miss.join();
+            hits.join();
+            Lease lease = missLease.get();
+            Registration missed = lease.registration();
+            lease.close();
+            return new MaintenanceRace(published, waited, victim.get(), cache, missed);
+        });
+    }
+
+    @Test
+    void aMissWhoseWriteCouldNotRunTheMaintenanceRunsItOnceFreeAndPublishesWithItsVictimGone() throws Exception {
+        MaintenanceRace race = missWhileAReleaseHoldsThePolicysMaintenance(false);
+        RegistrationCache cache = race.cache();
+        assertTrue(race.missWaited(), "the miss waited for the lock the release held");
+        assertEquals(64, race.publishedWhileHeld(), "and had not published before its write's victim was chosen");
+        Region victim = race.victim();
+        assertTrue(victim != null, "the miss's write chose a victim once the lock was free");
+        assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS), "one region over the budget, one eviction");
+        assertEquals(64, cache.regionCount());
+        assertTrue(cache.registrations().contains(race.missed()), "the miss's region is published");
+        assertFalse(cache.registrations().contains(victim.registration()), "the victim left the index");
+        assertFalse(registrar.isLive(victim.registration()), "and was deregistered");
+        cache.close();
+    }
+
+    @Test
+    void aVictimChosenByAReleasesMaintenanceIsHandedOnUnlinkedAndDeregistered() throws Exception {
+        MaintenanceRace race = missWhileAReleaseHoldsThePolicysMaintenance(true);
+        RegistrationCache cache = race.cache();
+        assertTrue(race.missWaited(), "the miss waited for the lock the release held");
+        assertEquals(64, race.publishedWhileHeld(), "and had not published before the maintenance ran");
+        Region victim = race.victim();
+        assertTrue(victim != null, "the release's maintenance chose the victim of the miss's write");
+        waitFor(() -> !registrar.isLive(victim.registration()));
+        assertFalse(cache.registrations().contains(victim.registration()), "the victim left the index");
+        assertTrue(cache.registrations().contains(race.missed()), "the miss's region is published");
+        // the miss may read the budget before the release has deregistered the victim and evict one more
+        long evictions = cache.metrics().get(CacheCounter.EVICTIONS);
+        assertTrue(evictions == 1 || evictions == 2, "evictions: " + evictions);
+        assertEquals(64 + 1 - evictions, cache.regionCount());
         cache.close();
     }
 }
