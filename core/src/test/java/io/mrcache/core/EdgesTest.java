@@ -283,6 +283,27 @@ class EdgesTest extends CacheTestSupport {
                 .withDeliberateBug(CacheFault.SKIP_UNLINK));
     }
 
+    /**
+     * The deliberately broken variant {@link CacheFault#EVICT_LEASED} (which the injector and the model checker
+     * must catch) deregisters a region whose lease is held when the policy chooses it; the cache never does (H5).
+     */
+    @Test
+    void onlyTheLeasedEvictionVariantDeregistersARegionWhoseLeaseIsHeld() {
+        for (boolean broken : new boolean[] {false, true}) {
+            RegistrationCache.Builder b = RegistrationCache.builder(registrar).budget(new Budget(Long.MAX_VALUE, 1));
+            boolean deadWhileLeased;
+            try (RegistrationCache cache = (broken ? b.withDeliberateBug(CacheFault.EVICT_LEASED) : b).build()) {
+                try (Lease first = cache.acquire(BASE, PAGE, LOCAL_WRITE);
+                        Lease second = cache.acquire(BASE + 8 * PAGE, PAGE, LOCAL_WRITE)) { // over a budget of one
+                    deadWhileLeased = !registrar.isLive(first.registration())
+                            || !registrar.isLive(second.registration());
+                }
+            }
+            assertEquals(broken, deadWhileLeased, broken ? "the variant evicts a leased region"
+                    : "a leased region stays registered over the budget");
+        }
+    }
+
     @Test
     void theExhaustionMessageNamesTheNumbers() {
         registrar.setMemlockLimit(65536);
