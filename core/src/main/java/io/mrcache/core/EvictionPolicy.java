@@ -289,17 +289,17 @@ final class EvictionPolicy {
                         r.leftPolicy = true;
                         mine.add(r);
                     } else if (r.isLive()) {
-                        withdrawn++; // leased since it was picked
-                        afterWithdrawal(r);
+                        // leased since it was picked; it stays in the policy, with no dropped mark to act on:
+                        // Caffeine drops regions only while over its weight, between a write's put and the end of
+                        // its maintenance, and every write holds this lock
+                        withdrawn++;
                     }
                 }
             } finally {
                 victimsOfHolder = null;
                 policyLock.unlock();
             }
-            if (withdrawn > 0) {
-                metrics.add(CacheCounter.EVICTIONS_WITHDRAWN, withdrawn);
-            }
+            metrics.add(CacheCounter.EVICTIONS_WITHDRAWN, withdrawn);
             if (!mine.isEmpty()) { // unlinked and deregistered before the budget is read again
                 unlink.accept(mine);
                 finishEvicted(mine);
@@ -344,9 +344,8 @@ final class EvictionPolicy {
                     policy.invalidate(r);
                     r.leftPolicy = true;
                     victims.add(r);
-                } else if (r.isLive()) {
+                } else if (r.isLive()) { // leased since it was picked: as in the budget walk
                     metrics.increment(CacheCounter.EVICTIONS_WITHDRAWN);
-                    afterWithdrawal(r);
                 }
             }
         } finally {
