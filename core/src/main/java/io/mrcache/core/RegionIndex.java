@@ -531,13 +531,14 @@ final class RegionIndex {
          */
         Node withAll(Region[] sorted) {
             Node[] parts = insertRun(sorted, 0, sorted.length);
-            while (parts.length > 1) { // the root split: a new level above the parts
-                parts = chunks(parts, parts.length, 0);
-            }
-            return parts[0];
+            return parts.length == 1 ? parts[0] : inner(parts); // the root split: a new level above its halves
         }
 
-        /** The nodes replacing this one (one, unless it overflowed) once {@code sorted[from, to)} is inserted. */
+        /**
+         * The nodes replacing this one once {@code sorted[from, to)} is inserted: one, or two where it overflowed
+         * (never more: a run adds at most {@value #YOUNG} entries, no more than {@value #FANOUT}, to a node of at
+         * most {@value #FANOUT}, so each of its children splits in two at most and its own entries fit in two).
+         */
         private Node[] insertRun(Region[] sorted, int from, int to) {
             return isLeaf ? leafWithRun(sorted, from, to) : innerWithRun(sorted, from, to);
         }
@@ -570,16 +571,13 @@ final class RegionIndex {
             }
             // where the run lies past either end, this leaf's entries stay one node: this one, not a copy
             int kept = sorted[from].start >= starts[n - 1] ? n : sorted[to - 1].start < starts[0] ? -n : 0;
-            int[] cuts = cuts(length, kept);
-            Node[] out = new Node[cuts.length - 1];
-            for (int c = 0; c < out.length; c++) {
-                int a = cuts[c];
-                int b = cuts[c + 1];
-                out[c] = kept == n && c == 0 || kept == -n && c == out.length - 1 ? this
-                        : new Node(Arrays.copyOfRange(ss, a, b), Arrays.copyOfRange(es, a, b),
-                                Arrays.copyOfRange(rs, a, b), NO_CHILDREN, b - a, 1);
-            }
-            return out;
+            int cut = cut(length, kept);
+            Node left = kept == n ? this : new Node(Arrays.copyOf(ss, cut), Arrays.copyOf(es, cut),
+                    Arrays.copyOf(rs, cut), NO_CHILDREN, cut, 1);
+            Node right = kept == -n ? this : new Node(Arrays.copyOfRange(ss, cut, length),
+                    Arrays.copyOfRange(es, cut, length), Arrays.copyOfRange(rs, cut, length), NO_CHILDREN,
+                    length - cut, 1);
+            return new Node[] {left, right};
         }
 
         private Node[] innerWithRun(Region[] sorted, int from, int to) {
@@ -636,56 +634,26 @@ final class RegionIndex {
                 }
             }
             int n = children.length;
-            // this node kept whole where only its last child grew new last children (or its first new first ones)
             if (cs.length <= FANOUT) {
                 return new Node[] {inner(cs)};
             }
+            // this node kept whole where only its last child grew new last children (or its first new first ones)
             int kept = first != last ? 0 : first == n - 1 && cs[n - 1] == children[n - 1] ? n
                     : first == 0 && cs[cs.length - n] == children[0] ? -n : 0;
-            Node[] out = chunks(cs, cs.length, kept);
-            if (kept == n) {
-                out[0] = this;
-            } else if (kept == -n) {
-                out[out.length - 1] = this;
-            }
-            return out;
+            int cut = cut(cs.length, kept);
+            return new Node[] {kept == n ? this : inner(Arrays.copyOf(cs, cut)),
+                kept == -n ? this : inner(Arrays.copyOfRange(cs, cut, cs.length))};
         }
 
         /**
-         * Inner nodes over {@code nodes[0, length)}, at most {@value #FANOUT} each: cut as {@link #cuts} says
-         * ({@code kept} as there).
+         * Where an overflowing node of {@code length} entries splits in two. With {@code kept} = n > 0 after its
+         * first n entries (the node's own: the new ones all lie past them), with -n before its last n, so that
+         * the node itself is kept whole: ascending (or descending) addresses, the common order of a buffer pool,
+         * then fill nodes instead of leaving them half empty, and regions added past the last of a full tree, and
+         * removed again, copy no full node. With 0 in the middle.
          */
-        private static Node[] chunks(Node[] nodes, int length, int kept) {
-            int[] cuts = cuts(length, kept);
-            Node[] out = new Node[cuts.length - 1];
-            for (int c = 0; c < out.length; c++) {
-                out[c] = inner(Arrays.copyOfRange(nodes, cuts[c], cuts[c + 1]));
-            }
-            return out;
-        }
-
-        /**
-         * Where {@code length} entries are cut into nodes of at most {@value #FANOUT}: the boundaries, first 0 and
-         * last {@code length}. With {@code kept} = n > 0 the first n entries (a node's own, the new ones all past
-         * them) stay one node, the node itself, and the rest fill nodes from the left; with -n the last n stay
-         * and the rest fill from the right. So ascending (or descending) addresses, the common order of a buffer
-         * pool, fill nodes instead of leaving them half empty, and regions added past the last of a full tree,
-         * and removed again, copy no full node. With 0 the entries are spread evenly.
-         */
-        private static int[] cuts(int length, int kept) {
-            int parts = (length + FANOUT - 1) / FANOUT;
-            if (kept != 0) {
-                int whole = Math.abs(kept);
-                parts = 1 + (length - whole + FANOUT - 1) / FANOUT;
-            }
-            int[] cuts = new int[parts + 1];
-            cuts[parts] = length;
-            for (int c = 1; c < parts; c++) {
-                cuts[c] = kept > 0 ? kept + (c - 1) * FANOUT
-                        : kept < 0 ? length + kept - (parts - 1 - c) * FANOUT
-                        : (int) ((long) length * c / parts);
-            }
-            return cuts;
+        private static int cut(int length, int kept) {
+            return kept > 0 ? kept : kept < 0 ? length + kept : length / 2;
         }
 
         /** This subtree without {@code r}: itself when {@code r} is absent, null when nothing is left. */
