@@ -533,12 +533,11 @@ class RaceWindowsTest extends CacheTestSupport {
      * A release runs the policy's maintenance (its buffer of recorded reads filled) and stops inside it, holding
      * Caffeine's eviction lock, {@code before} or after the maintenance ran; meanwhile a miss on another thread
      * writes its region to the policy, whose own maintenance cannot run. The miss must not publish until its
-     * write's victims are chosen: it runs the maintenance itself once the lock is free, so it waits. Returns what
-     * the test checks: the region count the miss had published by the time it waited (or ended), the victim
-     * chosen, and the cache.
+     * write's victims are chosen: it runs the maintenance itself once the lock is free, so it waits, with the
+     * cache still at its budget, until the release goes on. Returns the victim chosen, the cache and the miss's
+     * registration.
      */
-    private record MaintenanceRace(int publishedWhileHeld, boolean missWaited, Region victim,
-            RegistrationCache cache, Registration missed) {
+    private record MaintenanceRace(Region victim, RegistrationCache cache, Registration missed) {
     }
 
     private MaintenanceRace missWhileAReleaseHoldsThePolicysMaintenance(boolean before) throws Exception {
@@ -593,7 +592,10 @@ class RaceWindowsTest extends CacheTestSupport {
             Lease lease = missLease.get();
             Registration missed = lease.registration();
             lease.close();
-            return new MaintenanceRace(published, waited, victim.get(), cache, missed);
+            assertTrue(waited, "the miss waited for the lock the release held");
+            assertEquals(budget, published, "and had not published before its write's victim was chosen");
+            assertTrue(victim.get() != null, "a victim was chosen for the miss's write");
+            return new MaintenanceRace(victim.get(), cache, missed);
         });
     }
 
@@ -601,10 +603,7 @@ class RaceWindowsTest extends CacheTestSupport {
     void aMissWhoseWriteCouldNotRunTheMaintenanceRunsItOnceFreeAndPublishesWithItsVictimGone() throws Exception {
         MaintenanceRace race = missWhileAReleaseHoldsThePolicysMaintenance(false);
         RegistrationCache cache = race.cache();
-        assertTrue(race.missWaited(), "the miss waited for the lock the release held");
-        assertEquals(64, race.publishedWhileHeld(), "and had not published before its write's victim was chosen");
         Region victim = race.victim();
-        assertTrue(victim != null, "the miss's write chose a victim once the lock was free");
         assertEquals(1, cache.metrics().get(CacheCounter.EVICTIONS), "one region over the budget, one eviction");
         assertEquals(64, cache.regionCount());
         assertTrue(cache.registrations().contains(race.missed()), "the miss's region is published");
@@ -617,10 +616,7 @@ class RaceWindowsTest extends CacheTestSupport {
     void aVictimChosenByAReleasesMaintenanceIsHandedOnUnlinkedAndDeregistered() throws Exception {
         MaintenanceRace race = missWhileAReleaseHoldsThePolicysMaintenance(true);
         RegistrationCache cache = race.cache();
-        assertTrue(race.missWaited(), "the miss waited for the lock the release held");
-        assertEquals(64, race.publishedWhileHeld(), "and had not published before the maintenance ran");
-        Region victim = race.victim();
-        assertTrue(victim != null, "the release's maintenance chose the victim of the miss's write");
+        Region victim = race.victim(); // chosen by the release's maintenance
         waitFor(() -> !registrar.isLive(victim.registration()));
         assertFalse(cache.registrations().contains(victim.registration()), "the victim left the index");
         assertTrue(cache.registrations().contains(race.missed()), "the miss's region is published");
