@@ -597,31 +597,14 @@ final class RegionIndex {
                 last = i;
                 j = end;
             }
-            if (grown == 0) { // no child split: a path copy, the unchanged arrays shared where they can be
-                Node[] cs = children.clone();
-                long[] ss = starts;
-                long[] es = ends;
-                int size = this.size;
-                int leaves = this.leaves;
+            if (grown == 0) { // no child split: a path copy per changed child (usually one), arrays shared
+                Node copy = this;
                 for (int i = first; i <= last; i++) {
-                    if (replaced[i] == null) {
-                        continue;
-                    }
-                    Node child = replaced[i][0];
-                    cs[i] = child;
-                    size += child.size - children[i].size;
-                    leaves += child.leaves - children[i].leaves;
-                    if (ss[i] != child.starts[0]) {
-                        ss = ss == starts ? starts.clone() : ss;
-                        ss[i] = child.starts[0];
-                    }
-                    if (child.maxEnd() > es[i]) { // a bound: never lowered here (see ends)
-                        es = es == ends ? ends.clone() : es;
-                        es[i] = child.maxEnd();
+                    if (replaced[i] != null) {
+                        copy = copy.withChild(i, replaced[i][0]);
                     }
                 }
-                return new Node[] {new Node(ss, es, es == ends ? maxEnds : prefixMax(es), NO_REGIONS, cs, size,
-                        leaves)};
+                return new Node[] {copy};
             }
             Node[] cs = new Node[children.length + grown];
             int k = 0;
