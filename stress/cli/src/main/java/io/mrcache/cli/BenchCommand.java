@@ -4,6 +4,7 @@ import io.mrcache.cli.bench.BenchReport;
 import io.mrcache.cli.bench.CpuShare;
 import io.mrcache.cli.bench.JmhJson;
 import io.mrcache.cli.bench.NoisyNeighbour;
+import io.mrcache.cli.bench.RunComparison;
 import io.mrcache.cli.bench.W6Attribution;
 import io.mrcache.core.Access;
 import io.mrcache.core.Budget;
@@ -70,6 +71,11 @@ final class BenchCommand implements Callable<Integer> {
             + " A's hit ratio beside one shared LRU (Open MPI) and separate per-cache budgets (UCX, libfabric).")
     boolean noisyNeighbour;
 
+    @Option(names = "--compare", arity = "2", paramLabel = "RUN.json", description = "Instead of the benchmarks: two"
+            + " files written by --vs-ucx --json, side by side as a Markdown table: each ratio in both runs, whether"
+            + " the second is within 15% of the first, and how far each run's own repeats spread.")
+    List<Path> compare;
+
     @Option(names = "--update-doc", paramLabel = "FILE", description = "Also replace the generated part of FILE"
             + " (between its bench:begin and bench:end markers, as in docs/PERFORMANCE.md) with this run's tables.")
     Path updateDoc;
@@ -79,6 +85,9 @@ final class BenchCommand implements Callable<Integer> {
         if (repeats != null && repeats < 1) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--repeats " + repeats
                     + ": give 1 or more repeats of each side");
+        }
+        if (compare != null) {
+            return compareRuns(compare.get(0), compare.get(1));
         }
         if (transportSavings) {
             return TransportSavings.run(repeats != null ? repeats : quick ? 3 : 5, json);
@@ -184,6 +193,29 @@ final class BenchCommand implements Callable<Integer> {
             System.err.println("updated " + updateDoc);
         }
         return 0;
+    }
+
+    private int compareRuns(Path first, Path second) throws IOException {
+        for (Path f : List.of(first, second)) {
+            if (!Files.isRegularFile(f)) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--compare " + f + ": no such file;"
+                        + " give two files written by ./mrcache bench --vs-ucx --json");
+            }
+        }
+        RunComparison c;
+        try {
+            c = RunComparison.read(first, second);
+        } catch (IllegalArgumentException bad) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--compare: " + bad.getMessage());
+        }
+        System.out.print(c.markdown(runName(first), runName(second)));
+        return 0;
+    }
+
+    /** A run's name in the table: its file name without the extension. */
+    private static String runName(Path file) {
+        String name = file.getFileName().toString();
+        return name.endsWith(".json") ? name.substring(0, name.length() - 5) : name;
     }
 
     /**

@@ -158,6 +158,8 @@ class MainTest {
             {"--ops 0", "", "demo", "--ops", "0"},
             {"--threads 99", "", "demo", "--threads", "99"},
             {"--repeats 0", "", "bench", "--repeats", "0"},
+            {"--compare /nonexistent/a.json", "--vs-ucx --json", "bench", "--compare", "/nonexistent/a.json",
+                "/nonexistent/b.json"},
             {"--bytes 4.5", "whole number", "cost", "--bytes", "4.5"},
             {"--latency-us -5.0", "microseconds", "cost", "--bytes", "100", "--latency-us", "-5"},
             {"--hit-ns -1.0", "nanoseconds", "cost", "--what-if", "--hit-ns", "-1"},

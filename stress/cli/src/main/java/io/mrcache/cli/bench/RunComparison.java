@@ -1,0 +1,199 @@
+package io.mrcache.cli.bench;
+
+import com.google.gson.JsonArray;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Two runs of {@code ./mrcache bench --vs-ucx --json} side by side: whether each ratio of the first run is
+ * reproduced by the second within {@value #AGREEMENT} (the reproducibility the comparison table promises), and,
+ * for each run, how far that row's own repeats spread. Each repeat runs a row's two sides back to back, so
+ * the ratio of one repeat's pair is a measurement of its own; when the pairs of one run already differ by
+ * more than the agreement allows, a second run cannot be expected to land within it, and the line says so.
+ */
+public final class RunComparison {
+    /** Two runs agree on a ratio when the second is within this fraction of the first. */
+    public static final double AGREEMENT = 0.15;
+
+    /**
+     * One ratio in both runs: the ratio of medians each run reports, and the spread of each run's per-repeat
+     * ratios (largest over smallest; 1 when a run has one repeat).
+     */
+    public record Line(String name, double first, double second, double firstSpread, double secondSpread) {
+        /** The second run's ratio against the first's, as a signed fraction. */
+        public double change() {
+            return second / first - 1;
+        }
+
+        public boolean agrees() {
+            return Math.abs(change()) <= AGREEMENT;
+        }
+
+        /** Whether either run's own repeats differ by more than the agreement allows. */
+        public boolean repeatsSpreadWider() {
+            return firstSpread > 1 + AGREEMENT || secondSpread > 1 + AGREEMENT;
+        }
+    }
+
+    private final List<Line> lines;
+
+    private RunComparison(List<Line> lines) {
+        this.lines = List.copyOf(lines);
+    }
+
+    public List<Line> lines() {
+        return lines;
+    }
+
+    /** Reads two files written by {@code bench --json}. */
+    public static RunComparison read(Path first, Path second) throws IOException {
+        return of(parse(first), parse(second));
+    }
+
+    private static JsonObject parse(Path file) throws IOException {
+        JsonElement e;
+        try {
+            e = JsonParser.parseString(Files.readString(file));
+        } catch (RuntimeException bad) {
+            throw new IllegalArgumentException(file + " is not JSON (" + bad.getMessage()
+                    + "): give two files written by ./mrcache bench --vs-ucx --json", bad);
+        }
+        if (!e.isJsonObject() || !e.getAsJsonObject().has("rows") || !e.getAsJsonObject().has("scaling")) {
+            throw new IllegalArgumentException(file + " has no \"rows\" and \"scaling\": give two files written by"
+                    + " ./mrcache bench --vs-ucx --json");
+        }
+        return e.getAsJsonObject();
+    }
+
+    /** The ratios both runs report: the comparison rows, the scaling table's hits and misses, W4's cost. */
+    static RunComparison of(JsonObject first, JsonObject second) {
+        List<Line> lines = new ArrayList<>();
+        JsonArray rowsB = second.getAsJsonArray("rows");
+        for (JsonElement ea : first.getAsJsonArray("rows")) {
+            JsonObject a = ea.getAsJsonObject();
+            JsonObject b = find(rowsB, "benchmark", a.get("benchmark"));
+            if (b == null || !isNumber(a, "ratio") || !isNumber(b, "ratio")) {
+                continue; // W5 is an absolute target; a row without UCX's side has no ratio
+            }
+            boolean throughput = a.get("ratioKind").getAsString().contains("throughput");
+            lines.add(new Line(a.get("workload").getAsString(), a.get("ratio").getAsDouble(),
+                    b.get("ratio").getAsDouble(), spread(a.getAsJsonObject("mrcache"), a.getAsJsonObject("ucx"),
+                            throughput), spread(b.getAsJsonObject("mrcache"), b.getAsJsonObject("ucx"), throughput)));
+        }
+        JsonArray scaleB = second.getAsJsonArray("scaling");
+        for (JsonElement ea : first.getAsJsonArray("scaling")) {
+            JsonObject a = ea.getAsJsonObject();
+            JsonObject b = find(scaleB, "regions", a.get("regions"));
+            if (b == null) {
+                continue;
+            }
+            for (String side : new String[] {"hit", "miss"}) {
+                if (!isNumber(a, side + "Ratio") || !isNumber(b, side + "Ratio")) {
+                    continue;
+                }
+                lines.add(new Line(String.format(Locale.ROOT, "%s, %,d regions", side.equals("hit") ? "hits"
+                        : "miss+invalidate", a.get("regions").getAsInt()), a.get(side + "Ratio").getAsDouble(),
+                        b.get(side + "Ratio").getAsDouble(),
+                        spread(a.getAsJsonObject(side + "Mrcache"), a.getAsJsonObject(side + "Ucx"), false),
+                        spread(b.getAsJsonObject(side + "Mrcache"), b.getAsJsonObject(side + "Ucx"), false)));
+            }
+        }
+        Line w4 = w4Cost(first, second);
+        if (w4 != null) {
+            lines.add(w4);
+        }
+        return new RunComparison(lines);
+    }
+
+    /** W4's cost per thread on two threads over one thread's, from the two rows of each run. */
+    private static Line w4Cost(JsonObject first, JsonObject second) {
+        JsonObject a1 = find(first.getAsJsonArray("rows"), "benchmark", "w4Mixed1t");
+        JsonObject a2 = find(first.getAsJsonArray("rows"), "benchmark", "w4Mixed2t");
+        JsonObject b1 = find(second.getAsJsonArray("rows"), "benchmark", "w4Mixed1t");
+        JsonObject b2 = find(second.getAsJsonArray("rows"), "benchmark", "w4Mixed2t");
+        if (a1 == null || a2 == null || b1 == null || b2 == null) {
+            return null;
+        }
+        double ra = median(a2, "mrcache") / median(a1, "mrcache");
+        double rb = median(b2, "mrcache") / median(b1, "mrcache");
+        if (!Double.isFinite(ra) || !Double.isFinite(rb)) {
+            return null;
+        }
+        return new Line("W4 per thread, 2 threads against 1", ra, rb,
+                spread(a2.getAsJsonObject("mrcache"), a1.getAsJsonObject("mrcache"), false),
+                spread(b2.getAsJsonObject("mrcache"), b1.getAsJsonObject("mrcache"), false));
+    }
+
+    /**
+     * Largest over smallest of the per-repeat ratios of {@code top} over {@code bottom} (inverted for
+     * throughput), pairing the values by repeat; 1 when there is one pair, NaN when there is none.
+     */
+    static double spread(JsonObject top, JsonObject bottom, boolean inverted) {
+        JsonArray t = top.getAsJsonArray("values");
+        JsonArray b = bottom.getAsJsonArray("values");
+        double lo = Double.POSITIVE_INFINITY;
+        double hi = Double.NEGATIVE_INFINITY;
+        for (int i = 0; i < Math.min(t.size(), b.size()); i++) {
+            double r = inverted ? b.get(i).getAsDouble() / t.get(i).getAsDouble()
+                    : t.get(i).getAsDouble() / b.get(i).getAsDouble();
+            lo = Math.min(lo, r);
+            hi = Math.max(hi, r);
+        }
+        return lo == Double.POSITIVE_INFINITY ? Double.NaN : hi / lo;
+    }
+
+    private static double median(JsonObject row, String side) {
+        JsonElement m = row.getAsJsonObject(side).get("median");
+        return m == null || !m.isJsonPrimitive() || !m.getAsJsonPrimitive().isNumber() ? Double.NaN : m.getAsDouble();
+    }
+
+    private static boolean isNumber(JsonObject o, String key) {
+        JsonElement e = o.get(key);
+        return e != null && e.isJsonPrimitive() && e.getAsJsonPrimitive().isNumber() && Double.isFinite(e.getAsDouble());
+    }
+
+    private static JsonObject find(JsonArray array, String key, Object value) {
+        for (JsonElement e : array) {
+            JsonElement k = e.getAsJsonObject().get(key);
+            if (k != null && (value instanceof JsonElement j ? k.equals(j) : k.getAsString().equals(value))) {
+                return e.getAsJsonObject();
+            }
+        }
+        return null;
+    }
+
+    /** How many ratios agree within {@value #AGREEMENT}. */
+    public long agreeing() {
+        return lines.stream().filter(Line::agrees).count();
+    }
+
+    /** A Markdown table, one line per ratio, and a summary. */
+    public String markdown(String firstName, String secondName) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "| ratio | run %s | run %s | change | within %.0f%% | repeats' spread,"
+                + " run %s / run %s |%n", firstName, secondName, AGREEMENT * 100, firstName, secondName));
+        sb.append("|---|---|---|---|---|---|\n");
+        for (Line l : lines) {
+            sb.append(String.format(Locale.ROOT, "| %s | %.2fx | %.2fx | %+.0f%% | %s | %s / %s |%n", l.name(),
+                    l.first(), l.second(), l.change() * 100, l.agrees() ? "yes" : "no", spreadText(l.firstSpread()),
+                    spreadText(l.secondSpread())));
+        }
+        long apart = lines.size() - agreeing();
+        long wide = lines.stream().filter(l -> !l.agrees() && l.repeatsSpreadWider()).count();
+        sb.append(String.format(Locale.ROOT, "%n%d of %d ratios within %.0f%%; of the %d outside, %d had repeats whose"
+                + " own ratios spread by more than %.0f%% within one of the two runs%n", agreeing(), lines.size(),
+                AGREEMENT * 100, apart, wide, AGREEMENT * 100));
+        return sb.toString();
+    }
+
+    private static String spreadText(double spread) {
+        return Double.isNaN(spread) ? "-" : String.format(Locale.ROOT, "%+.0f%%", (spread - 1) * 100);
+    }
+}
