@@ -186,10 +186,11 @@ public final class RunComparison {
                     spreadText(l.secondSpread())));
         }
         long apart = lines.size() - agreeing();
-        long wide = lines.stream().filter(l -> !l.agrees() && l.repeatsSpreadWider()).count();
-        sb.append(String.format(Locale.ROOT, "%n%d of %d ratios within %.0f%%; of the %d outside, %d had repeats whose"
-                + " own ratios spread by more than %.0f%% within one of the two runs%n", agreeing(), lines.size(),
-                AGREEMENT * 100, apart, wide, AGREEMENT * 100));
+        long wide = lines.stream().filter(Line::repeatsSpreadWider).count();
+        long apartWide = lines.stream().filter(l -> !l.agrees() && l.repeatsSpreadWider()).count();
+        sb.append(String.format(Locale.ROOT, "%n%d of %d ratios within %.0f%%; in %d of the %d, the repeats of one run"
+                + " alone spread by more than %.0f%%, %d of the %d outside among them%n", agreeing(), lines.size(),
+                AGREEMENT * 100, wide, lines.size(), AGREEMENT * 100, apartWide, apart));
         return sb.toString();
     }
 

@@ -86,8 +86,8 @@ class RunComparisonTest {
         String md = c.markdown("A", "B");
         assertTrue(md.contains("| W1 hit | 0.40x | 0.44x | +10% | yes | +33% / +3% |"), md);
         assertTrue(md.contains("| hits, 65,536 regions | 0.50x | 0.30x | -40% | no | +0% / +0% |"), md);
-        assertTrue(md.contains("2 of 5 ratios within 15%; of the 3 outside, 0 had repeats whose own ratios spread by"
-                + " more than 15%"), md);
+        assertTrue(md.contains("2 of 5 ratios within 15%; in 1 of the 5, the repeats of one run alone spread by more"
+                + " than 15%, 0 of the 3 outside among them"), md);
     }
 
     @Test
