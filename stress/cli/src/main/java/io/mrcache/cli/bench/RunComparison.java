@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Two runs of {@code ./mrcache bench --vs-ucx --json} side by side: whether each ratio of the first run is
@@ -78,7 +79,7 @@ public final class RunComparison {
         JsonArray rowsB = second.getAsJsonArray("rows");
         for (JsonElement ea : first.getAsJsonArray("rows")) {
             JsonObject a = ea.getAsJsonObject();
-            JsonObject b = find(rowsB, "benchmark", a.get("benchmark"));
+            JsonObject b = find(rowsB, "benchmark", a.get("benchmark").getAsString());
             if (b == null || !isNumber(a, "ratio") || !isNumber(b, "ratio")) {
                 continue; // W5 is an absolute target; a row without UCX's side has no ratio
             }
@@ -90,7 +91,7 @@ public final class RunComparison {
         JsonArray scaleB = second.getAsJsonArray("scaling");
         for (JsonElement ea : first.getAsJsonArray("scaling")) {
             JsonObject a = ea.getAsJsonObject();
-            JsonObject b = find(scaleB, "regions", a.get("regions"));
+            JsonObject b = find(scaleB, "regions", a.get("regions").getAsString());
             if (b == null) {
                 continue;
             }
@@ -113,7 +114,7 @@ public final class RunComparison {
     }
 
     /** W4's cost per thread on two threads over one thread's, from the two rows of each run. */
-    private static Line w4Cost(JsonObject first, JsonObject second) {
+    private static @Nullable Line w4Cost(JsonObject first, JsonObject second) {
         JsonObject a1 = find(first.getAsJsonArray("rows"), "benchmark", "w4Mixed1t");
         JsonObject a2 = find(first.getAsJsonArray("rows"), "benchmark", "w4Mixed2t");
         JsonObject b1 = find(second.getAsJsonArray("rows"), "benchmark", "w4Mixed1t");
@@ -159,10 +160,11 @@ public final class RunComparison {
         return e != null && e.isJsonPrimitive() && e.getAsJsonPrimitive().isNumber() && Double.isFinite(e.getAsDouble());
     }
 
-    private static JsonObject find(JsonArray array, String key, Object value) {
+    /** The object of {@code array} whose {@code key} reads {@code value}, or null. */
+    private static @Nullable JsonObject find(JsonArray array, String key, String value) {
         for (JsonElement e : array) {
             JsonElement k = e.getAsJsonObject().get(key);
-            if (k != null && (value instanceof JsonElement j ? k.equals(j) : k.getAsString().equals(value))) {
+            if (k != null && k.getAsString().equals(value)) {
                 return e.getAsJsonObject();
             }
         }
