@@ -83,10 +83,9 @@ public final class RunComparison {
             if (b == null || !isNumber(a, "ratio") || !isNumber(b, "ratio")) {
                 continue; // W5 is an absolute target; a row without UCX's side has no ratio
             }
-            boolean throughput = a.get("ratioKind").getAsString().contains("throughput");
             lines.add(new Line(a.get("workload").getAsString(), a.get("ratio").getAsDouble(),
-                    b.get("ratio").getAsDouble(), spread(a.getAsJsonObject("mrcache"), a.getAsJsonObject("ucx"),
-                            throughput), spread(b.getAsJsonObject("mrcache"), b.getAsJsonObject("ucx"), throughput)));
+                    b.get("ratio").getAsDouble(), spread(a.getAsJsonObject("mrcache"), a.getAsJsonObject("ucx")),
+                    spread(b.getAsJsonObject("mrcache"), b.getAsJsonObject("ucx"))));
         }
         JsonArray scaleB = second.getAsJsonArray("scaling");
         for (JsonElement ea : first.getAsJsonArray("scaling")) {
@@ -102,8 +101,8 @@ public final class RunComparison {
                 lines.add(new Line(String.format(Locale.ROOT, "%s, %,d regions", side.equals("hit") ? "hits"
                         : "miss+invalidate", a.get("regions").getAsInt()), a.get(side + "Ratio").getAsDouble(),
                         b.get(side + "Ratio").getAsDouble(),
-                        spread(a.getAsJsonObject(side + "Mrcache"), a.getAsJsonObject(side + "Ucx"), false),
-                        spread(b.getAsJsonObject(side + "Mrcache"), b.getAsJsonObject(side + "Ucx"), false)));
+                        spread(a.getAsJsonObject(side + "Mrcache"), a.getAsJsonObject(side + "Ucx")),
+                        spread(b.getAsJsonObject(side + "Mrcache"), b.getAsJsonObject(side + "Ucx"))));
             }
         }
         Line w4 = w4Cost(first, second);
@@ -128,22 +127,22 @@ public final class RunComparison {
             return null;
         }
         return new Line("W4 per thread, 2 threads against 1", ra, rb,
-                spread(a2.getAsJsonObject("mrcache"), a1.getAsJsonObject("mrcache"), false),
-                spread(b2.getAsJsonObject("mrcache"), b1.getAsJsonObject("mrcache"), false));
+                spread(a2.getAsJsonObject("mrcache"), a1.getAsJsonObject("mrcache")),
+                spread(b2.getAsJsonObject("mrcache"), b1.getAsJsonObject("mrcache")));
     }
 
     /**
-     * Largest over smallest of the per-repeat ratios of {@code top} over {@code bottom} (inverted for
-     * throughput), pairing the values by repeat; 1 when there is one pair, NaN when there is none.
+     * Largest over smallest of the per-repeat ratios of {@code top} over {@code bottom}, pairing the values by
+     * repeat; 1 when there is one pair, NaN when there is none. The same for a throughput row, whose ratio is
+     * the other way up: inverting every ratio leaves the largest over the smallest as it is.
      */
-    static double spread(JsonObject top, JsonObject bottom, boolean inverted) {
+    static double spread(JsonObject top, JsonObject bottom) {
         JsonArray t = top.getAsJsonArray("values");
         JsonArray b = bottom.getAsJsonArray("values");
         double lo = Double.POSITIVE_INFINITY;
         double hi = Double.NEGATIVE_INFINITY;
         for (int i = 0; i < Math.min(t.size(), b.size()); i++) {
-            double r = inverted ? b.get(i).getAsDouble() / t.get(i).getAsDouble()
-                    : t.get(i).getAsDouble() / b.get(i).getAsDouble();
+            double r = t.get(i).getAsDouble() / b.get(i).getAsDouble();
             lo = Math.min(lo, r);
             hi = Math.max(hi, r);
         }

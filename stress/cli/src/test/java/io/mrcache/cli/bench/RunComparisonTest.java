@@ -91,6 +91,18 @@ class RunComparisonTest {
     }
 
     @Test
+    void theSpreadPairsValuesByRepeatAndReadsTheSameForARatioTheOtherWayUp() {
+        JsonObject mine = JsonParser.parseString("{\"values\":[300.0,200.0,250.0]}").getAsJsonObject();
+        JsonObject ucx = JsonParser.parseString("{\"values\":[3000.0,3000.0,2000.0]}").getAsJsonObject();
+        // pairs 0.100, 0.0667, 0.125: the largest over the smallest, not max(mine)/min(mine) (1.5)
+        assertEquals(0.125 / (200.0 / 3000), RunComparison.spread(mine, ucx), 1e-9);
+        assertEquals(RunComparison.spread(mine, ucx), RunComparison.spread(ucx, mine), 1e-9,
+                "a throughput row's ratio is UCX's over mrcache's: the spread is the same");
+        JsonObject none = JsonParser.parseString("{\"values\":[]}").getAsJsonObject();
+        assertTrue(Double.isNaN(RunComparison.spread(none, ucx)), "no pair, no spread");
+    }
+
+    @Test
     void aFileThatIsNotABenchRunIsRefusedSayingWhatToGive(@TempDir Path dir) throws Exception {
         Path notJson = Files.writeString(dir.resolve("a.json"), "{not json");
         Path jmh = Files.writeString(dir.resolve("b.json"), "[{\"benchmark\":\"x\"}]");
