@@ -112,22 +112,25 @@ public final class RunComparison {
         return new RunComparison(lines);
     }
 
-    /** W4's cost per thread on two threads over one thread's, from the two rows of each run. */
+    /**
+     * W4's cost per thread on two threads over one thread's, as each run's {@code checks} report it; its spread
+     * from the two W4 rows' repeats.
+     */
     private static @Nullable Line w4Cost(JsonObject first, JsonObject second) {
         JsonObject a1 = find(first.getAsJsonArray("rows"), "benchmark", "w4Mixed1t");
         JsonObject a2 = find(first.getAsJsonArray("rows"), "benchmark", "w4Mixed2t");
         JsonObject b1 = find(second.getAsJsonArray("rows"), "benchmark", "w4Mixed1t");
         JsonObject b2 = find(second.getAsJsonArray("rows"), "benchmark", "w4Mixed2t");
-        if (a1 == null || a2 == null || b1 == null || b2 == null) {
+        JsonObject ca = first.has("checks") ? find(first.getAsJsonArray("checks"), "name", BenchReport.W4_COST_CHECK)
+                : null;
+        JsonObject cb = second.has("checks") ? find(second.getAsJsonArray("checks"), "name",
+                BenchReport.W4_COST_CHECK) : null;
+        if (a1 == null || a2 == null || b1 == null || b2 == null || ca == null || cb == null
+                || !isNumber(ca, "value") || !isNumber(cb, "value")) {
             return null;
         }
-        double ra = median(a2, "mrcache") / median(a1, "mrcache");
-        double rb = median(b2, "mrcache") / median(b1, "mrcache");
-        if (!Double.isFinite(ra) || !Double.isFinite(rb)) {
-            return null;
-        }
-        return new Line("W4 per thread, 2 threads against 1", ra, rb,
-                spread(a2.getAsJsonObject("mrcache"), a1.getAsJsonObject("mrcache")),
+        return new Line("W4 per thread, 2 threads against 1", ca.get("value").getAsDouble(),
+                cb.get("value").getAsDouble(), spread(a2.getAsJsonObject("mrcache"), a1.getAsJsonObject("mrcache")),
                 spread(b2.getAsJsonObject("mrcache"), b1.getAsJsonObject("mrcache")));
     }
 
@@ -147,11 +150,6 @@ public final class RunComparison {
             hi = Math.max(hi, r);
         }
         return lo == Double.POSITIVE_INFINITY ? Double.NaN : hi / lo;
-    }
-
-    private static double median(JsonObject row, String side) {
-        JsonElement m = row.getAsJsonObject(side).get("median");
-        return m == null || !m.isJsonPrimitive() || !m.getAsJsonPrimitive().isNumber() ? Double.NaN : m.getAsDouble();
     }
 
     private static boolean isNumber(JsonObject o, String key) {

@@ -30,11 +30,13 @@ class RunComparisonTest {
                   {"workload":"W5","benchmark":"w5InvalidateEmpty","ratioKind":"mrcache/ucx ns",
                    "mrcache":%s,"ucx":{"values":[],"median":"NaN"},"ratio":"NaN"}],
                  "scaling":[{"regions":65536,"hitMrcache":%s,"hitUcx":%s,"hitRatio":%s,
-                   "missMrcache":{"values":[]},"missUcx":{"values":[]},"missRatio":"NaN"}]}
+                   "missMrcache":{"values":[]},"missUcx":{"values":[]},"missRatio":"NaN"}],
+                 "checks":[{"name":"W4 per thread, 2 threads against 1 (x)","value":%s,"target":2.0}]}
                 """.formatted(side(w1Mine), side(w1Ucx), median(w1Mine) / median(w1Ucx),
                 side(new double[] {w4One}), side(new double[] {150}), w4One / 150,
                 side(new double[] {w2tMine}), side(new double[] {w2tUcx}), w2tUcx / w2tMine,
-                side(new double[] {10}), side(hitMine), side(hitUcx), median(hitMine) / median(hitUcx)))
+                side(new double[] {10}), side(hitMine), side(hitUcx), median(hitMine) / median(hitUcx),
+                w2tMine / w4One))
                 .getAsJsonObject();
     }
 
