@@ -71,7 +71,7 @@ public class CacheBenchmarks {
     }
 
     /** Acquire, read the lkey (as the UCX side reads its region's), release. */
-    private static int use(RegistrationCache cache, long address, long length) {
+    static int use(RegistrationCache cache, long address, long length) {
         Lease l = cache.acquire(address, length, Access.LOCAL_WRITE);
         int lkey = l.lkey();
         l.close();

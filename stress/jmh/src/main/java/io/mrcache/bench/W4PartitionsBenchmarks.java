@@ -1,8 +1,6 @@
 package io.mrcache.bench;
 
-import io.mrcache.core.Access;
 import io.mrcache.core.Budget;
-import io.mrcache.core.Lease;
 import io.mrcache.core.RegistrationCache;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -57,7 +55,7 @@ public class W4PartitionsBenchmarks {
             for (int i = 0; i < hotSize.length; i++) {
                 hotSize[i] = Workloads.randomSize(rnd);
                 long address = Workloads.mixedHotAddress(i);
-                use(caches[route(address)], address, hotSize[i]);
+                CacheBenchmarks.use(caches[route(address)], address, hotSize[i]);
             }
         }
 
@@ -79,13 +77,6 @@ public class W4PartitionsBenchmarks {
         }
     }
 
-    private static int use(RegistrationCache cache, long address, long length) {
-        Lease l = cache.acquire(address, length, Access.LOCAL_WRITE);
-        int lkey = l.lkey();
-        l.close();
-        return lkey;
-    }
-
     private static int mixed(Partitions p, CacheBenchmarks.MixedCursor c) {
         long r = c.rnd.next();
         long address;
@@ -101,7 +92,7 @@ public class W4PartitionsBenchmarks {
             address = Workloads.mixedColdAddress(c.coldBase + c.cold++);
             length = Workloads.mixedColdLength(r);
         }
-        return use(p.caches[p.route(address)], address, length);
+        return CacheBenchmarks.use(p.caches[p.route(address)], address, length);
     }
 
     @Benchmark
