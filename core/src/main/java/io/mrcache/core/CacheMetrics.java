@@ -105,6 +105,7 @@ final class CacheMetrics {
     long settledExcessBytes(Budget budget) {
         long pinned = pinnedBytes.get();
         long settled = pinned - unsettledBytes.get(); // negative while a registration lands between the reads
+        // compared before subtracting: a negative count minus an unbounded Long.MAX_VALUE would wrap to an excess
         return settled > budget.maxPinnedBytes() ? settled - budget.maxPinnedBytes() : 0;
     }
 
@@ -112,7 +113,7 @@ final class CacheMetrics {
     long settledExcessRegions(Budget budget) {
         long count = regions.get();
         long settled = count - unsettledRegions.get();
-        return settled > budget.maxRegions() ? settled - budget.maxRegions() : 0;
+        return Math.max(0, settled - budget.maxRegions());
     }
 
     /**

@@ -215,6 +215,20 @@ class EdgesTest extends CacheTestSupport {
         assertTrue(m.settledExceed(new Budget(6 * PAGE, 4)), "one region over");
     }
 
+    @Test
+    void aSettledCountBelowZeroIsNoExcessEvenAgainstUnboundedBytes() {
+        // the unsettled part is read after the pinned count, so a reader can see more unsettled than pinned (a
+        // registration lands between its reads): here, one counted unsettled and already deregistered
+        CacheMetrics m = new CacheMetrics();
+        m.registeredUnsettled(3 * PAGE);
+        m.deregistered(3 * PAGE);
+        Budget regionsOnly = new Budget(Long.MAX_VALUE, 4);
+        assertEquals(0, m.settledExcessBytes(regionsOnly), "a negative count minus Long.MAX_VALUE must not wrap to an excess");
+        assertEquals(0, m.settledExcessRegions(regionsOnly));
+        assertEquals(0, m.settledExcessRegions(new Budget(PAGE, Integer.MAX_VALUE)));
+        assertFalse(m.settledExceed(regionsOnly));
+    }
+
     // ---------------------------------------------------------------- the cache's metrics, messages and getters
 
     @Test
@@ -382,6 +396,32 @@ class EdgesTest extends CacheTestSupport {
             cache.acquire(BASE, PAGE, LOCAL_WRITE).close();
             assertEquals(7_000, cache.metrics().registrationNanos().max(), 10);
             assertEquals(PAGE, cache.metrics().registrationBytes().max(), 4);
+        }
+    }
+
+    @Test
+    void aRegistrationTheClockReadsAsTakingNoTimeIsRecordedAsTimed() {
+        long[] now = {0};
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).clock(() -> now[0]).build()) {
+            cache.acquire(BASE, PAGE, LOCAL_WRITE).close(); // a clock too coarse to see it: 0 ns, still a sample
+            assertEquals(1, cache.metrics().registrationNanos().count(), "0 ns is a reading, not a registration left untimed");
+            assertEquals(0, cache.metrics().registrationNanos().max());
+        }
+    }
+
+    @Test
+    void aRegistrationOfExactlyTheFastBoundIsNotFastSoTheNextIsTimedToo() {
+        long[] now = {0};
+        int[] clockReads = {0};
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).clock(() -> {
+            clockReads[0]++;
+            return now[0];
+        }).build()) {
+            registrar.duringRegister(() -> now[0] += CacheMetrics.FAST_NANOS); // at the bound, not under it
+            for (int i = 0; i < 3; i++) {
+                cache.acquire(BASE + i * 8 * PAGE, PAGE, LOCAL_WRITE).close();
+            }
+            assertEquals(6, clockReads[0], "each of the three was timed: two clock reads each");
         }
     }
 
