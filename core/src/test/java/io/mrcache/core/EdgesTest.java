@@ -18,6 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Future;
+import java.util.function.LongSupplier;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -388,6 +389,18 @@ class EdgesTest extends CacheTestSupport {
         assertTrue(waiting.isDone() && !waiting.isCompletedExceptionally());
     }
 
+    /** A clock the test moves by hand, counting its reads (a timed registration reads it twice). */
+    private static final class HandClock implements LongSupplier {
+        long now;
+        int reads;
+
+        @Override
+        public long getAsLong() {
+            reads++;
+            return now;
+        }
+    }
+
     @Test
     void registrationLatencyComesFromTheClock() {
         long[] now = {0};
@@ -411,43 +424,35 @@ class EdgesTest extends CacheTestSupport {
 
     @Test
     void aRegistrationOfExactlyTheFastBoundIsNotFastSoTheNextIsTimedToo() {
-        long[] now = {0};
-        int[] clockReads = {0};
-        try (RegistrationCache cache = RegistrationCache.builder(registrar).clock(() -> {
-            clockReads[0]++;
-            return now[0];
-        }).build()) {
-            registrar.duringRegister(() -> now[0] += CacheMetrics.FAST_NANOS); // at the bound, not under it
+        HandClock clock = new HandClock();
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).clock(clock).build()) {
+            registrar.duringRegister(() -> clock.now += CacheMetrics.FAST_NANOS); // at the bound, not under it
             for (int i = 0; i < 3; i++) {
                 cache.acquire(BASE + i * 8 * PAGE, PAGE, LOCAL_WRITE).close();
             }
-            assertEquals(6, clockReads[0], "each of the three was timed: two clock reads each");
+            assertEquals(6, clock.reads, "each of the three was timed: two clock reads each");
         }
     }
 
     @Test
     void fastRegistrationsAreTimedOneInSixtyFourAndCountedInFull() {
-        long[] now = {0};
-        int[] clockReads = {0};
-        try (RegistrationCache cache = RegistrationCache.builder(registrar).clock(() -> {
-            clockReads[0]++;
-            return now[0];
-        }).build()) {
-            registrar.duringRegister(() -> now[0] += 10); // a registrar faster than a microsecond
+        HandClock clock = new HandClock();
+        try (RegistrationCache cache = RegistrationCache.builder(registrar).clock(clock).build()) {
+            registrar.duringRegister(() -> clock.now += 10); // a registrar faster than a microsecond
             for (int i = 0; i < 129; i++) {
                 cache.acquire(BASE + i * PAGE, PAGE, LOCAL_WRITE).close();
             }
-            assertEquals(6, clockReads[0], "the first, the 65th and the 129th registration were timed");
+            assertEquals(6, clock.reads, "the first, the 65th and the 129th registration were timed");
             assertEquals(129, cache.metrics().registrationNanos().count(), "each timed one stands for the others");
             assertEquals(129, cache.metrics().registrationBytes().count(), "sizes need no clock: all recorded");
-            registrar.duringRegister(() -> now[0] += 5_000); // now a slow one: every registration is timed again
+            registrar.duringRegister(() -> clock.now += 5_000); // now a slow one: every registration is timed again
             for (int i = 0; i < 64; i++) { // the sampled one finds the registrar slow
                 cache.acquire(BASE + (200 + i) * PAGE, PAGE, LOCAL_WRITE).close();
             }
-            int before = clockReads[0];
+            int before = clock.reads;
             cache.acquire(BASE + 300 * PAGE, PAGE, LOCAL_WRITE).close();
             cache.acquire(BASE + 301 * PAGE, PAGE, LOCAL_WRITE).close();
-            assertEquals(before + 4, clockReads[0]);
+            assertEquals(before + 4, clock.reads);
             assertEquals(5_000, cache.metrics().registrationNanos().max(), 10);
         }
     }
