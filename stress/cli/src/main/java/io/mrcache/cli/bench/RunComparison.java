@@ -121,17 +121,21 @@ public final class RunComparison {
         JsonObject a2 = find(first.getAsJsonArray("rows"), "benchmark", "w4Mixed2t");
         JsonObject b1 = find(second.getAsJsonArray("rows"), "benchmark", "w4Mixed1t");
         JsonObject b2 = find(second.getAsJsonArray("rows"), "benchmark", "w4Mixed2t");
-        JsonObject ca = first.has("checks") ? find(first.getAsJsonArray("checks"), "name", BenchReport.W4_COST_CHECK)
-                : null;
-        JsonObject cb = second.has("checks") ? find(second.getAsJsonArray("checks"), "name",
-                BenchReport.W4_COST_CHECK) : null;
-        if (a1 == null || a2 == null || b1 == null || b2 == null || ca == null || cb == null
-                || !isNumber(ca, "value") || !isNumber(cb, "value")) {
+        JsonObject ca = w4CostCheck(first);
+        JsonObject cb = w4CostCheck(second);
+        if (a1 == null || a2 == null || b1 == null || b2 == null || ca == null || cb == null) {
             return null;
         }
         return new Line("W4 per thread, 2 threads against 1", ca.get("value").getAsDouble(),
                 cb.get("value").getAsDouble(), spread(a2.getAsJsonObject("mrcache"), a1.getAsJsonObject("mrcache")),
                 spread(b2.getAsJsonObject("mrcache"), b1.getAsJsonObject("mrcache")));
+    }
+
+    /** The run's entry for W4's two-thread cost in its {@code checks}, if it has one with a number. */
+    private static @Nullable JsonObject w4CostCheck(JsonObject run) {
+        JsonObject check = run.has("checks") ? find(run.getAsJsonArray("checks"), "name", BenchReport.W4_COST_CHECK)
+                : null;
+        return check != null && isNumber(check, "value") ? check : null;
     }
 
     /**
