@@ -11,6 +11,9 @@ final class AddressRange {
      */
     static final long USER_SPACE_END = 1L << 56;
 
+    /** The page size of x86-64: the unit in which a registrar pins memory. */
+    static final long PAGE_SIZE = 4096;
+
     private AddressRange() {
     }
 
@@ -57,6 +60,11 @@ final class AddressRange {
     /** Bytes of {@code [from, to)} widened to whole units of {@code alignment}: what a registration pins. */
     static long alignedSpan(long from, long to, long alignment) {
         return alignUp(to, alignment) - alignDown(from, alignment);
+    }
+
+    /** The unit in which a cache aligned to {@code alignment} counts pinned bytes: at least a whole page. */
+    static long pinUnit(long alignment) {
+        return Math.max(alignment, PAGE_SIZE);
     }
 
     /** {@code alignment}, checked: a power of two above zero. */

@@ -30,7 +30,8 @@ public enum CacheCounter {
     DEREGISTRATION_RETRIES(18, "deregistration retries",
             "attempts to deregister a quarantined registration again; growing: the registrar keeps refusing"),
     WIDENING_FALLBACKS(19, "widening fallbacks",
-            "merged or upgraded registrations the registrar refused, replaced by the request's own range and rights"),
+            "merged or upgraded registrations the registrar refused or the budget (a tenant's ceiling) could not hold,"
+                    + " replaced by the request's own range and rights"),
     EVICTIONS_WITHDRAWN(20, "evictions withdrawn",
             "eviction candidates found leased (or leased meanwhile) and left alone (H5)");
 

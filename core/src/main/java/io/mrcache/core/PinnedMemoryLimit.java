@@ -2,9 +2,11 @@ package io.mrcache.core;
 
 import com.google.errorprone.annotations.concurrent.GuardedBy;
 import io.mrcache.core.events.CrossTenantEvictionEvent;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -21,13 +23,20 @@ import java.util.concurrent.locks.ReentrantLock;
  * <li>T2 (guarantee): a tenant can always reach its guarantee, however busy the others are: the guarantees are
  * held back (they add up to at most the limit, checked at join), and the rest, the shared part, is what
  * tenants compete for. No other tenant's request evicts a tenant below its guarantee, and nothing ever
- * evicts a leased region (I5 holds per tenant).
+ * evicts a leased region (I5 holds per tenant). A tenant that joins late, while the others hold more than the
+ * shared part that its guarantee leaves, is admitted: what they hold above their guarantees comes back to it as
+ * their leases end (their idle regions are evicted for it at once). A request within the guarantee that finds
+ * nothing idle to take waits for that, up to {@link #roomWait()}, before it is refused; the refusal names who
+ * holds what.
  * <li>T3 (ceiling): a tenant never holds more than its ceiling; a single request above it fails at once with
  * {@link TenantCeilingExceededException} and evicts nothing of anyone.
  * <li>T4 (room): when a registration would break T1 or the shared part is full, room is made from idle regions
  * above guarantees, each tenant's coldest first (its own W-TinyLFU order), tenants in the order of the
  * {@link RoomRule}. Only when that frees nothing twice running is the registration refused, with a
- * {@link PinnedMemoryExhaustedException} naming what each tenant holds.
+ * {@link PinnedMemoryExhaustedException} naming what each tenant holds; unless room is on its way back (a
+ * closing tenant's bytes not yet deregistered, another request's eviction under way, or, for a request within
+ * its tenant's guarantee, the others' bytes above theirs): then it waits for that room, up to
+ * {@link #roomWait()}, and is refused only if none came.
  * </ul>
  * Guarantees are reservations, not loans: a guarantee a tenant does not use is not lent to the others. A lent
  * guarantee could only be taken back by evicting the borrower, and a borrower's regions may be leased for as
@@ -59,10 +68,17 @@ public final class PinnedMemoryLimit {
      * taking the freed room from (each round that frees something lets some request through).
      */
     private static final int MAX_ROUNDS = 10_000;
+    /** How long a request waits for room on its way back before it looks again: woken early by any release. */
+    private static final long WAIT_SLICE_NANOS = 1_000_000;
+    /** The default of {@link #roomWait()}. */
+    public static final Duration DEFAULT_ROOM_WAIT = Duration.ofSeconds(1);
 
     private final long limitBytes;
     private final RoomRule rule;
+    private final long roomWaitNanos;
     private final ReentrantLock lock = new ReentrantLock();
+    /** Signalled whenever bytes come back or an eviction ends: a request waiting for room looks again. */
+    private final Condition roomReturned = lock.newCondition();
     @GuardedBy("lock")
     private final List<Tenant> tenants = new ArrayList<>();
     @GuardedBy("lock")
@@ -77,12 +93,27 @@ public final class PinnedMemoryLimit {
         this(limitBytes, RoomRule.FURTHEST_ABOVE_GUARANTEE);
     }
 
+    /** A limit of {@code limitBytes} under {@code rule}, waiting {@link #DEFAULT_ROOM_WAIT} for room on its way back. */
     public PinnedMemoryLimit(long limitBytes, RoomRule rule) {
+        this(limitBytes, rule, DEFAULT_ROOM_WAIT);
+    }
+
+    /**
+     * A limit of {@code limitBytes} under {@code rule}; a request that finds room on its way back (see T4) waits for
+     * it at most {@code roomWait} before it is refused ({@link Duration#ZERO}: never waits).
+     */
+    public PinnedMemoryLimit(long limitBytes, RoomRule rule, Duration roomWait) {
         if (limitBytes <= 0) {
             throw new IllegalArgumentException("pinned-memory limit " + limitBytes + " bytes must be > 0");
         }
+        java.util.Objects.requireNonNull(roomWait, "roomWait");
+        if (roomWait.isNegative()) {
+            throw new IllegalArgumentException("roomWait " + roomWait + " must be >= 0 (Duration.ZERO: never wait)");
+        }
         this.limitBytes = limitBytes;
         this.rule = java.util.Objects.requireNonNull(rule, "rule");
+        this.roomWaitNanos = roomWait.compareTo(Duration.ofDays(365)) > 0 ? Duration.ofDays(365).toNanos()
+                : roomWait.toNanos();
     }
 
     public long limitBytes() {
@@ -91,6 +122,11 @@ public final class PinnedMemoryLimit {
 
     public RoomRule rule() {
         return rule;
+    }
+
+    /** How long a request waits for room on its way back (see T2 and T4) before it is refused. */
+    public Duration roomWait() {
+        return Duration.ofNanos(roomWaitNanos);
     }
 
     /** Bytes all tenants hold now (in flight included). */
@@ -186,6 +222,7 @@ public final class PinnedMemoryLimit {
             if (t.reserved == 0) {
                 tenants.remove(t);
             }
+            roomReturned.signalAll(); // its guarantee is shared room now
         } finally {
             lock.unlock();
         }
@@ -214,6 +251,7 @@ public final class PinnedMemoryLimit {
             lock.unlock();
         }
         int fruitless = 0;
+        long waitingSince = 0; // when it began to wait for room on its way back; 0 while it has not
         for (int round = 0;; round++) {
             List<Planned> plan;
             boolean othersEvicting;
@@ -227,10 +265,26 @@ public final class PinnedMemoryLimit {
                 }
                 othersEvicting = tenants.stream().anyMatch(u -> u.beingEvicted > 0);
                 if (fruitless >= FRUITLESS_ROUNDS || round >= MAX_ROUNDS) {
-                    t.admissionsRefused++;
-                    throw new PinnedMemoryExhaustedException(exhaustedMessage(t, bytes, own, shared), t.reserved);
+                    long now = System.nanoTime();
+                    if (waitingSince == 0) {
+                        waitingSince = now | 1; // never 0
+                    }
+                    long left = roomWaitNanos - (now - waitingSince);
+                    if (round >= MAX_ROUNDS || left <= 0 || !roomOnItsWay(t, bytes)) {
+                        t.admissionsRefused++;
+                        throw new PinnedMemoryExhaustedException(exhaustedMessage(t, bytes, own, shared,
+                                now - waitingSince), t.reserved);
+                    }
+                    roomReturned.awaitNanos(Math.min(left, WAIT_SLICE_NANOS)); // a release wakes it early
+                    fruitless = FRUITLESS_ROUNDS - 1; // one more round of room making, then wait again
+                    continue;
                 }
                 plan = planRoom(t, own, shared);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                t.admissionsRefused++;
+                throw new PinnedMemoryExhaustedException(String.format("tenant '%s': interrupted while waiting for"
+                        + " room for %,d bytes (%s)", t.name, bytes, describeHoldingsLocked()), t.reserved);
             } finally {
                 lock.unlock();
             }
@@ -240,6 +294,25 @@ public final class PinnedMemoryLimit {
                 fruitless = makeRoom(t, plan) == 0 ? fruitless + 1 : 0;
             }
         }
+    }
+
+    /**
+     * Whether room for {@code t} is on its way back, so that a request that found nothing to evict should wait
+     * rather than be refused: a closing tenant's bytes are still being deregistered, another request's eviction
+     * is under way, or {@code t} asks within its guarantee (then the shortfall is the others' bytes above their
+     * guarantees, which come back to it as their leases end: T2).
+     */
+    @GuardedBy("lock")
+    private boolean roomOnItsWay(Tenant t, long bytes) {
+        if (t.reserved + bytes <= t.guarantee) {
+            return true;
+        }
+        for (Tenant u : tenants) {
+            if (u != t && ((u.closing && u.reserved > 0) || u.beingEvicted > 0)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A registration reserved {@code reserved} bytes and pins {@code actual}: the account takes the difference. */
@@ -263,6 +336,7 @@ public final class PinnedMemoryLimit {
             if (t.closing && t.reserved == 0) {
                 tenants.remove(t);
             }
+            roomReturned.signalAll();
         } finally {
             lock.unlock();
         }
@@ -339,6 +413,9 @@ public final class PinnedMemoryLimit {
         } finally {
             lock.lock();
             try {
+                if (!plan.isEmpty()) {
+                    roomReturned.signalAll(); // these bytes are no longer another request's to evict
+                }
                 for (int i = 0; i < plan.size(); i++) {
                     Planned p = plan.get(i);
                     p.victim().beingEvicted -= p.max();
@@ -392,11 +469,13 @@ public final class PinnedMemoryLimit {
     }
 
     @GuardedBy("lock")
-    private String exhaustedMessage(Tenant t, long bytes, long own, long shared) {
+    private String exhaustedMessage(Tenant t, long bytes, long own, long shared, long waitedNanos) {
         return String.format("tenant '%s' cannot register %,d more bytes: %s; no idle region %s could be evicted"
-                + " (%,d bytes short). Release leases sooner, raise the limit, or lower the other tenants'"
+                + " (%,d bytes short)%s. Release leases sooner, raise the limit, or lower the other tenants'"
                 + " guarantees", t.name, bytes, describeHoldingsLocked(),
-                own > 0 ? "of its own below its ceiling" : "above a guarantee", Math.max(own, shared));
+                own > 0 ? "of its own below its ceiling" : "above a guarantee", Math.max(own, shared),
+                waitedNanos <= 0 ? "" : String.format(", also after waiting %,d ms for room on its way back",
+                        waitedNanos / 1_000_000));
     }
 
     @GuardedBy("lock")

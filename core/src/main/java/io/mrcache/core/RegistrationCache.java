@@ -159,6 +159,8 @@ public final class RegistrationCache implements AutoCloseable {
 
     private final Registrar registrar;
     private final long alignment;
+    /** What a registration pins is counted in these: whole pages, whatever the (smaller) alignment. */
+    private final long pinUnit;
     private final Budget budget;
     private final boolean widenRemote;
     private final LongSupplier nanoClock;
@@ -182,6 +184,7 @@ public final class RegistrationCache implements AutoCloseable {
     private RegistrationCache(Builder b) {
         this.registrar = b.registrar;
         this.alignment = b.alignment;
+        this.pinUnit = AddressRange.pinUnit(alignment);
         PinnedMemoryLimit limit = b.limit;
         TenantShare share = b.share;
         this.budget = limit == null || share == null ? b.budget
@@ -351,8 +354,12 @@ public final class RegistrationCache implements AutoCloseable {
         long reserved = 0;
         Tenant tenant = this.tenant;
         try {
+            if (AddressRange.alignedSpan(p.start, p.end, pinUnit) > budget.maxPinnedBytes()) {
+                // a merge or upgrade that no budget (nor tenant ceiling, which bounds it) could hold: the request alone
+                recovery.narrowToRequest(p, address, end, access);
+            }
             if (tenant != null) { // the shared limit first: it refuses, or makes room, before the registrar pins
-                long planned = AddressRange.alignedSpan(p.start, p.end, alignment);
+                long planned = AddressRange.alignedSpan(p.start, p.end, pinUnit);
                 tenant.limit.reserve(tenant, planned);
                 reserved = planned;
             }
@@ -363,7 +370,7 @@ public final class RegistrationCache implements AutoCloseable {
             }
             throw registrationFailed(p, event, t);
         }
-        long pinned = AddressRange.alignedSpan(reg.address(), reg.end(), alignment); // as Region.pinnedBytes()
+        long pinned = AddressRange.alignedSpan(reg.address(), reg.end(), pinUnit); // as Region.pinnedBytes()
         long registrationNanos = started == Long.MIN_VALUE ? -1 : Math.max(0, nanoClock.getAsLong() - started);
         if (tenant != null) {
             tenant.limit.settle(tenant, reserved, pinned);
@@ -394,7 +401,7 @@ public final class RegistrationCache implements AutoCloseable {
      */
     private @Nullable Region publishOrDiscard(PendingRegistration p, Registration reg, long pinned,
             long registrationNanos, RegistrationEvent event, long address, long end, int access, int stripe) {
-        Region region = new Region(reg, alignment, 1, stripe); // the caller's lease, in the region's base word
+        Region region = new Region(reg, pinUnit, 1, stripe); // the caller's lease, in the region's base word
         String wrong = recovery.wrongResult(p, address, end, access, reg);
         // the policy learns of the change before the lock, so that Caffeine's put and its maintenance never hold
         // the lock up; its victims still leave in this publication's index copy (or this hold, if discarded)
@@ -780,7 +787,10 @@ public final class RegistrationCache implements AutoCloseable {
             this.registrar = Objects.requireNonNull(registrar, "registrar");
         }
 
-        /** Local regions are widened to this power of two (default 4096, the x86-64 page size). */
+        /**
+         * Local regions are widened to this power of two (default 4096, the x86-64 page size). Below a page, pinned
+         * bytes (the budget's, a tenant's) are still counted in whole pages: the registrar pins whole pages.
+         */
         public Builder alignment(long alignment) {
             this.alignment = AddressRange.checkedAlignment(alignment);
             return this;

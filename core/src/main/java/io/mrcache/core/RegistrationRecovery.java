@@ -46,22 +46,9 @@ final class RegistrationRecovery {
         try {
             reg = registerRecoveringEnomem(p);
         } catch (RegistrationException e) {
-            long ownFrom = planner.ownStart(address, access);
-            long ownTo = planner.ownEnd(end, access);
-            boolean fallBack;
-            lock.lock();
-            try {
-                fallBack = e.errno() != RegistrationException.ENOMEM && p.widerThan(ownFrom, ownTo, access);
-                if (fallBack) {
-                    p.narrowTo(ownFrom, ownTo, access);
-                }
-            } finally {
-                lock.unlock();
-            }
-            if (!fallBack) {
+            if (e.errno() == RegistrationException.ENOMEM || !narrowToRequest(p, address, end, access)) {
                 throw e;
             }
-            metrics.increment(CacheCounter.WIDENING_FALLBACKS);
             try {
                 reg = registerRecoveringEnomem(p);
             } catch (RuntimeException | Error again) {
@@ -75,6 +62,26 @@ final class RegistrationRecovery {
                     + ": register must return a registration or throw");
         }
         return reg;
+    }
+
+    /**
+     * Falls back from a widened plan (merged range, or union of rights) to the request's own range and rights,
+     * under the lock; counts it. Returns false, changing nothing, when the plan is the request's own already.
+     */
+    boolean narrowToRequest(PendingRegistration p, long address, long end, int access) {
+        long ownFrom = planner.ownStart(address, access);
+        long ownTo = planner.ownEnd(end, access);
+        lock.lock();
+        try {
+            if (!p.widerThan(ownFrom, ownTo, access)) {
+                return false;
+            }
+            p.narrowTo(ownFrom, ownTo, access);
+        } finally {
+            lock.unlock();
+        }
+        metrics.increment(CacheCounter.WIDENING_FALLBACKS);
+        return true;
     }
 
     private Registration registerRecoveringEnomem(PendingRegistration p) {

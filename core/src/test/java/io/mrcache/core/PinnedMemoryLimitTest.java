@@ -438,6 +438,152 @@ class PinnedMemoryLimitTest {
         assertEquals(a.pinnedBytes() + b.pinnedBytes(), limit.pinnedBytes());
     }
 
+    // ------------------------------------------------------------------ the limit's edges (T1 to T4)
+
+    /** T3: a merge that would pass the tenant's ceiling falls back to the request alone, which fits. */
+    @Test
+    void aMergeThatWouldPassTheCeilingFallsBackToTheRequestAlone() {
+        RegistrationCache a = tenant(regA, new TenantShare("A", 0, 3 * PAGE));
+        a.acquire(A_BASE, 2 * PAGE, Access.LOCAL_WRITE).close(); // idle [A, A+2P)
+        try (Lease l = a.acquire(A_BASE + PAGE, 3 * PAGE, Access.LOCAL_WRITE)) { // a merge would pin 4 pages
+            assertEquals(A_BASE + PAGE, l.registration().address(), "the request's own range");
+            assertEquals(3 * PAGE, l.registration().length());
+        }
+        assertEquals(1, a.metrics().get(CacheCounter.WIDENING_FALLBACKS));
+        assertTrue(limit.pinnedBytes() <= 3 * PAGE, "over the ceiling: " + limit.pinnedBytes());
+        assertEquals(0, of(a).admissionsRefused());
+    }
+
+    /** The same for a budget without a tenant: a merge no budget can hold is never planned past it. */
+    @Test
+    void aMergeThatWouldPassTheBudgetFallsBackToTheRequestAlone() {
+        try (RegistrationCache c = RegistrationCache.builder(regC).budget(Budget.ofBytes(3 * PAGE)).build()) {
+            c.acquire(C_BASE, 2 * PAGE, Access.LOCAL_WRITE).close();
+            try (Lease l = c.acquire(C_BASE + PAGE, 3 * PAGE, Access.LOCAL_WRITE)) {
+                assertEquals(C_BASE + PAGE, l.registration().address());
+                assertEquals(3 * PAGE, c.pinnedBytes(), "the idle region made room; nothing over the budget");
+            }
+            assertEquals(0, c.metrics().get(CacheCounter.BUDGET_OVERRUNS));
+            assertEquals(1, c.metrics().get(CacheCounter.WIDENING_FALLBACKS));
+        }
+    }
+
+    /** T1: below a page of alignment, reservations are still whole pages, as the registrar pins them. */
+    @Test
+    void anAlignmentBelowAPageStillReservesWholePages() {
+        limit = new PinnedMemoryLimit(2 * PAGE);
+        RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"), o -> o.alignment(512));
+        List<Lease> held = new ArrayList<>();
+        try {
+            held.add(a.acquire(A_BASE, 64, Access.LOCAL_WRITE));
+            held.add(a.acquire(A_BASE + PAGE, 64, Access.LOCAL_WRITE));
+            assertEquals(2 * PAGE, limit.pinnedBytes(), "two pages pinned, two pages counted");
+            assertThrows(PinnedMemoryExhaustedException.class,
+                    () -> held.add(a.acquire(A_BASE + 2 * PAGE, 64, Access.LOCAL_WRITE)),
+                    "a third page would pass the limit of two");
+            assertEquals(2, regA.live().size());
+            assertEquals(2 * PAGE, a.pinnedBytes());
+            assertEquals(0, limit.overruns());
+        } finally {
+            held.forEach(Lease::close);
+        }
+    }
+
+    /**
+     * T2: a tenant that joins while another holds the whole limit leased is admitted, and its first request waits
+     * for the other's leases to end rather than failing.
+     */
+    @Test
+    void aLateJoinersGuaranteeIsMetAsTheOthersLeasesEnd() throws Exception {
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        List<Lease> leases = fillLeased(b, B_BASE, 16);
+        RegistrationCache a = tenant(regA, TenantShare.guaranteed("A", 8 * PAGE));
+        try {
+            CompletableFuture<Lease> first = onNewThread(() -> a.acquire(A_BASE, PAGE, Access.LOCAL_WRITE));
+            Thread.sleep(50);
+            assertFalse(first.isDone(), "within its guarantee it waits for room, it is not refused: " + first);
+            leases.removeFirst().close(); // one of B's regions is idle now: the limit takes it for A
+            first.get(5, java.util.concurrent.TimeUnit.SECONDS).close();
+            assertEquals(PAGE, a.pinnedBytes());
+            assertEquals(1, of(b).evictionsSuffered());
+        } finally {
+            leases.forEach(Lease::close);
+        }
+    }
+
+    /** T2's wait is bounded: with every lease kept, the request is refused after the limit's room wait. */
+    @Test
+    void aLateJoinersRequestIsRefusedAfterTheRoomWaitWhenNoLeaseEnds() {
+        limit = new PinnedMemoryLimit(LIMIT, RoomRule.FURTHEST_ABOVE_GUARANTEE, java.time.Duration.ofMillis(200));
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        List<Lease> leases = fillLeased(b, B_BASE, 16);
+        RegistrationCache a = tenant(regA, TenantShare.guaranteed("A", 8 * PAGE));
+        try {
+            long started = System.nanoTime();
+            PinnedMemoryExhaustedException e = assertThrows(PinnedMemoryExhaustedException.class,
+                    () -> a.acquire(A_BASE, PAGE, Access.LOCAL_WRITE));
+            long waitedMillis = (System.nanoTime() - started) / 1_000_000;
+            assertTrue(waitedMillis >= 200, "refused after " + waitedMillis + " ms, before its room wait of 200");
+            assertTrue(e.getMessage().contains("after waiting") && e.getMessage().contains("'B' holds 65,536"),
+                    e.getMessage());
+            assertEquals(0, regA.registerCount());
+        } finally {
+            leases.forEach(Lease::close);
+        }
+    }
+
+    @Test
+    void aNegativeRoomWaitIsRefused() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new PinnedMemoryLimit(LIMIT, RoomRule.FURTHEST_ABOVE_GUARANTEE, java.time.Duration.ofMillis(-1)));
+        assertTrue(e.getMessage().contains("roomWait PT-0.001S"), e.getMessage());
+        assertEquals(PinnedMemoryLimit.DEFAULT_ROOM_WAIT, new PinnedMemoryLimit(LIMIT).roomWait());
+    }
+
+    /** T4: the bytes of a tenant that is closing come back; a request waits for them instead of being refused. */
+    @Test
+    void aRequestWaitsForTheBytesOfAClosingTenant() throws Exception {
+        RegistrationCache b = tenant(regB, TenantShare.bestEffort("B"));
+        fillIdle(b, B_BASE, 16);
+        RegistrationCache a = tenant(regA, TenantShare.bestEffort("A"));
+        java.util.concurrent.CountDownLatch deregistering = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch proceed = new java.util.concurrent.CountDownLatch(1);
+        regB.onDeregister(r -> {
+            deregistering.countDown();
+            try {
+                proceed.await(5, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        CompletableFuture<Boolean> closing = onNewThread(() -> {
+            b.close();
+            return true;
+        });
+        assertTrue(deregistering.await(5, java.util.concurrent.TimeUnit.SECONDS));
+        CompletableFuture<Lease> request = onNewThread(() -> a.acquire(A_BASE, PAGE, Access.LOCAL_WRITE));
+        Thread.sleep(50);
+        assertFalse(request.isDone(), "refused while the closing tenant's bytes were coming back: " + request);
+        proceed.countDown();
+        request.get(5, java.util.concurrent.TimeUnit.SECONDS).close();
+        closing.get(5, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(0, of(a).admissionsRefused());
+        assertEquals(PAGE, limit.pinnedBytes());
+    }
+
+    /** Runs {@code work} on a thread of its own (the common pool may have a single worker on two cores). */
+    static <T> CompletableFuture<T> onNewThread(java.util.function.Supplier<T> work) {
+        CompletableFuture<T> result = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().start(() -> {
+            try {
+                result.complete(work.get());
+            } catch (Throwable t) {
+                result.completeExceptionally(t);
+            }
+        });
+        return result;
+    }
+
     private static void churn(RegistrationCache c, long base, int pages, long seed, boolean invalidates,
             AtomicLong refused) {
         SplittableRandom rnd = new SplittableRandom(seed);
