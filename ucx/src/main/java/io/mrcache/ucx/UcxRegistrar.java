@@ -1,6 +1,7 @@
 package io.mrcache.ucx;
 
 import io.mrcache.core.Access;
+import io.mrcache.core.LiveKeys;
 import io.mrcache.core.Registrar;
 import io.mrcache.core.Registration;
 import io.mrcache.core.RegistrationException;
@@ -35,7 +36,7 @@ public final class UcxRegistrar implements Registrar {
     private final UcpContext context;
     private final boolean ownsContext;
     private final long domain = DOMAINS.incrementAndGet();
-    private final AtomicInteger keys = new AtomicInteger();
+    private final LiveKeys keys;
 
     /** A registrar over {@code context} (which needs the RMA feature); closing it leaves the context open. */
     public UcxRegistrar(UcpContext context) {
@@ -43,8 +44,18 @@ public final class UcxRegistrar implements Registrar {
     }
 
     private UcxRegistrar(UcpContext context, boolean ownsContext) {
+        this(context, ownsContext, new LiveKeys());
+    }
+
+    private UcxRegistrar(UcpContext context, boolean ownsContext, LiveKeys keys) {
         this.context = context;
         this.ownsContext = ownsContext;
+        this.keys = keys;
+    }
+
+    /** Test seam: a registrar whose keys come from {@code keys} (started near the top, to see the wrap). */
+    static UcxRegistrar withKeys(UcpContext context, LiveKeys keys) {
+        return new UcxRegistrar(context, false, keys);
     }
 
     /** A registrar over a context of its own (RMA, tagged and active messages), closed with it. */
@@ -87,7 +98,13 @@ public final class UcxRegistrar implements Registrar {
                 throw UcxStatus.failed("ucp_rkey_pack", address, length, e);
             }
         }
-        int key = nextKey();
+        int key;
+        try {
+            key = keys.next(); // never a live registration's key, also once the counter wrapped
+        } catch (RegistrationException e) {
+            unmapQuietly(memory, e);
+            throw e;
+        }
         return new Registration(address, length, access, key, key, domain, key, new UcxKeys(memory, packed));
     }
 
@@ -104,6 +121,7 @@ public final class UcxRegistrar implements Registrar {
         } catch (UcxException e) {
             throw UcxStatus.failed("ucp_mem_unmap", registration.address(), registration.length(), e);
         }
+        keys.release((int) registration.handle()); // dead now: its key may be handed out again
     }
 
     @Override
@@ -136,15 +154,6 @@ public final class UcxRegistrar implements Registrar {
         return prot;
     }
 
-    /** A nonzero key for the next registration (wraps after 2^31, skipping zero). */
-    private int nextKey() {
-        int k;
-        do {
-            k = keys.incrementAndGet() & Integer.MAX_VALUE;
-        } while (k == 0);
-        return k;
-    }
-
     /** The packed key, copied out of UCX's buffer (which jucx frees with the memory handle). */
     private static ByteBuffer copyOf(ByteBuffer ucx) {
         ByteBuffer copy = ByteBuffer.allocateDirect(ucx.remaining());
@@ -152,7 +161,7 @@ public final class UcxRegistrar implements Registrar {
         return copy.asReadOnlyBuffer();
     }
 
-    private static void unmapQuietly(UcpMemory memory, UcxException cause) {
+    private static void unmapQuietly(UcpMemory memory, Exception cause) {
         try {
             memory.deregister();
         } catch (UcxException e) {

@@ -67,6 +67,30 @@ class UcxRegistrarTest {
         }
     }
 
+    /**
+     * Keys never repeat a live one, also at the counter's wrap: with three keys (1..3) all taken, a fourth
+     * registration fails with ENOMEM and unmaps its memory; a dead registration's key is the one handed out again.
+     */
+    @Test
+    void keysAtTheWrapSkipLiveOnesAndNeverRepeatOne() {
+        MemorySegment buffer = arena.allocate(4 * 4096, 4096);
+        UcxRegistrar small = UcxRegistrar.withKeys(registrar.context(), new io.mrcache.core.LiveKeys(2, 2));
+        Registration first = small.register(buffer.address(), 4096, Access.LOCAL_WRITE); // key 3, then the wrap
+        Registration second = small.register(buffer.address() + 4096, 4096, Access.LOCAL_WRITE);
+        Registration third = small.register(buffer.address() + 8192, 4096, Access.LOCAL_WRITE);
+        assertEquals(java.util.List.of(3, 1, 2), java.util.List.of(first.lkey(), second.lkey(), third.lkey()));
+        RegistrationException full = assertThrows(RegistrationException.class,
+                () -> small.register(buffer.address() + 12288, 4096, Access.LOCAL_WRITE));
+        assertEquals(RegistrationException.ENOMEM, full.errno());
+        assertTrue(full.getMessage().contains("all 3 keys are live"), full.getMessage());
+        small.deregister(second);
+        Registration again = small.register(buffer.address() + 12288, 4096, Access.LOCAL_WRITE);
+        assertEquals(1, again.lkey(), "the one dead key, not a live one");
+        for (Registration r : java.util.List.of(first, third, again)) {
+            small.deregister(r);
+        }
+    }
+
     @Test
     void aLeaseCarriesThePackedRemoteKeyAndAPeerWritesThroughIt() throws Exception {
         MemorySegment buffer = arena.allocate(64 * 1024, 4096);

@@ -1,5 +1,6 @@
 package io.mrcache.core.testing;
 
+import io.mrcache.core.LiveKeys;
 import io.mrcache.core.Registrar;
 import io.mrcache.core.Registration;
 import io.mrcache.core.RegistrationException;
@@ -52,7 +53,8 @@ public final class RecordingRegistrar implements Registrar {
     }
 
     private final long protectionDomain;
-    private final AtomicInteger nextKey = new AtomicInteger(1);
+    /** 30 bits: the rkey is the lkey with bit 30 set, so that neither is ever a live registration's. */
+    private final LiveKeys keys = new LiveKeys(30, 0);
     private final AtomicLong nextHandle = new AtomicLong(1);
     private final Map<Long, Registration> live = new ConcurrentHashMap<>();
     private final Map<Long, Registration> dead = new ConcurrentHashMap<>();
@@ -94,7 +96,7 @@ public final class RecordingRegistrar implements Registrar {
             throw new RegistrationException("simulated register failure errno " + errno + " for [0x"
                     + Long.toHexString(address) + ", +" + length + ")", errno);
         }
-        int key = nextKey.getAndIncrement();
+        int key = keys.next();
         Registration r = new Registration(address, length, access, key, key | 0x4000_0000, protectionDomain,
                 nextHandle.getAndIncrement());
         live.put(r.handle(), r);
@@ -121,6 +123,7 @@ public final class RecordingRegistrar implements Registrar {
             throw new IllegalStateException(v);
         }
         dead.put(registration.handle(), registration);
+        keys.release(registration.lkey());
         liveBytes.addAndGet(-registration.length());
         if (recordEvents) {
             events.add(new Event(Kind.DEREGISTER, registration));

@@ -4,7 +4,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletionStage;
 import java.util.function.BiFunction;
 import org.jspecify.annotations.Nullable;
@@ -41,6 +43,8 @@ public final class SlabAllocator implements AutoCloseable {
     /** Per chunk: its size class (-1 when in the pool) and its slots in use or waiting for a free's stage. */
     private final int[] chunkClass;
     private final int[] chunkBusy;
+    /** The addresses of the buffers handed out and not yet freed: a free must name one of them. */
+    private final Set<Long> allocated = new HashSet<>();
     private final Object lock = new Object();
     private long waitingFrees;
     private long failedFrees;
@@ -63,8 +67,11 @@ public final class SlabAllocator implements AutoCloseable {
         }
     }
 
-    /** The size class index for a request of {@code bytes} (at most {@link #CHUNK}). */
+    /** The size class index for a request of {@code bytes} (1 to {@link #CHUNK}). */
     static int classOf(int bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("allocation of " + bytes + " bytes: ask for 1 to " + CHUNK);
+        }
         for (int i = 0; i < CLASSES.length; i++) {
             if (bytes <= CLASSES[i]) {
                 return i;
@@ -92,6 +99,7 @@ public final class SlabAllocator implements AutoCloseable {
             long address = slots.pollLast();
             int chunk = chunkOf(address);
             chunkBusy[chunk]++;
+            allocated.add(address);
             return new Buffer(address, CLASSES[cls], chunk);
         }
     }
@@ -101,9 +109,23 @@ public final class SlabAllocator implements AutoCloseable {
      * a cache that does not hold it back).
      */
     public void free(Buffer b) {
-        CompletionStage<Void> stage = freeHook.apply(b.address(), (long) b.length());
         synchronized (lock) {
+            String wrong = notAllocated(b);
+            if (wrong != null) {
+                throw new IllegalArgumentException("free(" + b + "): " + wrong + "; nothing was freed");
+            }
+            allocated.remove(b.address());
             waitingFrees++;
+        }
+        CompletionStage<Void> stage;
+        try {
+            stage = freeHook.apply(b.address(), (long) b.length());
+        } catch (RuntimeException | Error e) { // the hook refused: the buffer is still the caller's
+            synchronized (lock) {
+                allocated.add(b.address());
+                waitingFrees--;
+            }
+            throw e;
         }
         stage.whenComplete((ok, failure) -> {
             synchronized (lock) {
@@ -120,6 +142,25 @@ public final class SlabAllocator implements AutoCloseable {
                 }
             }
         });
+    }
+
+    /** Why {@code b} is not a buffer this allocator handed out and has not freed since, or null when it is. */
+    private @Nullable String notAllocated(Buffer b) {
+        long offset = b.address() - memory.address();
+        if (offset < 0 || offset >= memory.byteSize()) {
+            return "0x" + Long.toHexString(b.address()) + " is outside this allocator's memory [0x"
+                    + Long.toHexString(memory.address()) + ", 0x" + Long.toHexString(memory.address() + memory.byteSize())
+                    + ")";
+        }
+        if (!allocated.contains(b.address())) {
+            return "0x" + Long.toHexString(b.address()) + " is not allocated (freed already, or never handed out)";
+        }
+        int chunk = chunkOf(b.address());
+        if (b.chunk() != chunk || chunkClass[chunk] < 0 || CLASSES[chunkClass[chunk]] != b.length()) {
+            return "it does not match the buffer handed out at 0x" + Long.toHexString(b.address()) + " (chunk " + chunk
+                    + ", " + (chunkClass[chunk] < 0 ? "no size class" : CLASSES[chunkClass[chunk]] + " bytes") + ")";
+        }
+        return null;
     }
 
     private int chunkOf(long address) {
