@@ -78,21 +78,26 @@ final class CostCommand implements Callable<Integer> {
 
     private final Map<String, Object> jsonOut = new LinkedHashMap<>();
 
+    /** Below zero, or a negative zero ("-0" is no size or time a user means). */
+    private static boolean negative(double v) {
+        return Double.compare(v, 0.0) < 0;
+    }
+
     @Override
     public Integer call() throws IOException {
-        if (bytes != null && (bytes != Math.rint(bytes) || bytes < 0)) {
+        if (bytes != null && (bytes != Math.rint(bytes) || negative(bytes))) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--bytes " + bytes
                     + ": a message size is a whole number of bytes >= 0 (4e9 is fine, 4.5 is not)");
         }
-        if (latencyMicros < 0) {
+        if (negative(latencyMicros)) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--latency-us " + latencyMicros
                     + ": a latency in microseconds must be >= 0");
         }
-        if (hitNanos < 0) {
+        if (negative(hitNanos)) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--hit-ns " + hitNanos
                     + ": the cost of a hit in nanoseconds must be >= 0");
         }
-        if (invalidateMicros < 0) {
+        if (negative(invalidateMicros)) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--invalidate-us " + invalidateMicros
                     + ": the cost of an invalidation in microseconds must be >= 0");
         }

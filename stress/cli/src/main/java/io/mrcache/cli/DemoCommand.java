@@ -39,7 +39,9 @@ import picocli.CommandLine;
         exitCodeListHeading = "%nExit status:%n",
         exitCodeList = {"0:mrcache showed no stale write, no corrupted buffer and no leak",
             "1:mrcache showed a stale write, a corrupted buffer or a leak (the seed is printed)",
-            "2:invalid options"})
+            "2:invalid options",
+            "3:--transport ucx: the peer was lost (it died or disconnected); the table shows the columns that ran,"
+                    + " which one ended early and why"})
 final class DemoCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;

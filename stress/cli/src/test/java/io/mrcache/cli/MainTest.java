@@ -161,6 +161,8 @@ class MainTest {
             {"--compare /nonexistent/a.json", "--vs-ucx --json", "bench", "--compare", "/nonexistent/a.json",
                 "/nonexistent/b.json"},
             {"--bytes 4.5", "whole number", "cost", "--bytes", "4.5"},
+            {"--bytes -0", "whole number", "cost", "--bytes", "-0"},
+            {"--latency-us -0", "microseconds", "cost", "--bytes", "100", "--latency-us", "-0"},
             {"--latency-us -5.0", "microseconds", "cost", "--bytes", "100", "--latency-us", "-5"},
             {"--hit-ns -1.0", "nanoseconds", "cost", "--what-if", "--hit-ns", "-1"},
             {"--svg /nonexistent-dir/x.svg", "cannot write", "cost", "--what-if", "--svg", "/nonexistent-dir/x.svg"},

@@ -1,5 +1,7 @@
 package io.mrcache.ucx.transport;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What one run of the transport showed. The ground truth is the owner's bytes: every live buffer holds what its
  * owner wrote or what the peer's completed write put there, and a read returns what the buffer held when the
@@ -15,11 +17,17 @@ package io.mrcache.ucx.transport;
  * @param heldBack       of those frees, how many the cache's free hook held back until the peer's completion
  * @param lateWrites     writes the peer made with keys after their completion message (violating peer only)
  * @param registrations  registrations made (cache misses)
- * @param peerLost       whether the peer disconnected or died before the end
+ * @param lostBecause    why the peer was lost before the end (it disconnected or died), or null when it was not:
+ *                       then the run ended early, after {@code operations} of the operations asked for
  * @param seconds        wall time
  */
 public record TransportReport(String cache, long operations, long corrupted, long staleReads, long earlyFrees,
-        long heldBack, long lateWrites, long registrations, boolean peerLost, double seconds) {
+        long heldBack, long lateWrites, long registrations, @Nullable String lostBecause, double seconds) {
+
+    /** Whether the peer disconnected or died before the end: the run ended early. */
+    public boolean peerLost() {
+        return lostBecause != null;
+    }
 
     /** Every ground-truth detector at zero. */
     public boolean safe() {

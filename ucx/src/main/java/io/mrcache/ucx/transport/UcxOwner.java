@@ -145,10 +145,12 @@ public final class UcxOwner {
                     config.peerViolates() ? UcxPeer.VIOLATE : 0, launchPeer)) {
                 UcxOwner owner = new UcxOwner(config, cache, link, arena, progress);
                 long lateWrites = owner.serve();
+                String lostBecause = lateWrites < 0 ? link.failure() : null;
                 String name = cache.name() + (config.peerViolates() ? " + violating peer" : "")
                         + (config.releaseAtSend() ? " releasing keys at send (BROKEN)" : "");
                 return new TransportReport(name, owner.completed, owner.corrupted, owner.staleReads, owner.earlyFrees,
-                        owner.heldBack, Math.max(0, lateWrites), cache.registrations(), lateWrites < 0,
+                        owner.heldBack, Math.max(0, lateWrites), cache.registrations(),
+                        lateWrites < 0 ? (lostBecause != null ? lostBecause : "the peer was lost") : null,
                         (System.nanoTime() - started) / 1e9);
             } finally {
                 cache.close();
