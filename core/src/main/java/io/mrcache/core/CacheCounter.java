@@ -33,7 +33,9 @@ public enum CacheCounter {
             "merged or upgraded registrations the registrar refused or the budget (a tenant's ceiling) could not hold,"
                     + " replaced by the request's own range and rights"),
     EVICTIONS_WITHDRAWN(20, "evictions withdrawn",
-            "eviction candidates found leased (or leased meanwhile) and left alone (H5)");
+            "eviction candidates found leased (or leased meanwhile) and left alone (H5)"),
+    OWNERS_GONE(21, "owners gone",
+            "owner-bound regions retired because their owner was collected or its arena closed (no invalidate call)");
 
     private final int id;
     private final String label;

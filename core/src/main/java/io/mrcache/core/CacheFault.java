@@ -41,7 +41,12 @@ public enum CacheFault {
      * H1/H2, the retirer's window: an invalidation sums a region's leases before it sets RETIRED, so an acquire
      * between the sum and the bit keeps its lease on a region that is then deregistered.
      */
-    RETIRE_SUMS_FIRST;
+    RETIRE_SUMS_FIRST,
+    /**
+     * F1: owner-bound acquisition skips the owner check: a request on a segment or buffer is served any region at
+     * its addresses, as the address-keyed API is, whoever held the memory when it was registered.
+     */
+    IGNORE_OWNER;
 
     private final int bit = 1 << ordinal();
 

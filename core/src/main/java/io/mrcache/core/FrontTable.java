@@ -34,14 +34,21 @@ final class FrontTable {
 
     /** A region that may serve the request (the caller's lease attempt decides), or null. Allocation-free. */
     @Nullable Region find(long from, long to, int access, boolean widenRemote) {
+        return find(from, to, access, widenRemote, null);
+    }
+
+    /** {@link #find(long, long, int, boolean)} for a request of {@code owner} (null: address-keyed). */
+    @Nullable Region find(long from, long to, int access, boolean widenRemote, @Nullable Object owner) {
         Region[] s = slots;
         int pair = pair(from, s.length);
         Region r = s[pair];
-        if (r != null && r.start <= from && r.end >= to && Region.grants(r.access, access, widenRemote)) {
+        if (r != null && r.start <= from && r.end >= to && Region.grants(r.access, access, widenRemote)
+                && r.ownedBy(owner)) {
             return r;
         }
         r = s[pair + 1];
-        if (r != null && r.start <= from && r.end >= to && Region.grants(r.access, access, widenRemote)) {
+        if (r != null && r.start <= from && r.end >= to && Region.grants(r.access, access, widenRemote)
+                && r.ownedBy(owner)) {
             return r;
         }
         return null;

@@ -1,5 +1,6 @@
 package io.mrcache.core;
 
+import java.lang.ref.Reference;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -22,16 +23,22 @@ public final class Lease implements AutoCloseable {
     private final long length;
     /** Non-null only with leak detection on. */
     private final LeakDetector.@Nullable Tracker tracker;
+    /**
+     * The owner of an owner-bound lease (a scope or a direct buffer), held strongly so that the GC frees no memory
+     * under a lease; null for an address-keyed one.
+     */
+    private final @Nullable Object owner;
     private boolean released;
 
     Lease(RegistrationCache cache, Region region, int slot, long address, long length,
-            LeakDetector.@Nullable Tracker tracker) {
+            LeakDetector.@Nullable Tracker tracker, @Nullable Object owner) {
         this.cache = cache;
         this.region = region;
         this.slot = slot;
         this.address = address;
         this.length = length;
         this.tracker = tracker;
+        this.owner = owner;
     }
 
     /** The requested start address. */
@@ -101,6 +108,7 @@ public final class Lease implements AutoCloseable {
             tracker.released();
         }
         cache.release(region, slot);
+        Reference.reachabilityFence(owner); // the owner's memory outlives the lease, however the JIT reorders
     }
 
     @Override

@@ -19,6 +19,14 @@ final class MissPlanner {
         this.widenRemote = widenRemote;
     }
 
+    /**
+     * The plan for a request of {@code owner} (owner-bound acquisition): the request's own range and rights,
+     * merging nothing, since a region serves one owner.
+     */
+    PendingRegistration planOwned(long address, long end, int access, Object owner) {
+        return new PendingRegistration(ownStart(address, access), ownEnd(end, access), access, List.of(), false, owner);
+    }
+
     /** The plan for a request of {@code [address, end)} with {@code access} that {@code index} does not serve. */
     PendingRegistration plan(RegionIndex index, long address, long end, int access) {
         List<Region> supersedes = new ArrayList<>(2);
@@ -26,7 +34,7 @@ final class MissPlanner {
             // exactly the requested bytes (I6); replace only a narrower remote region of the same range
             for (Region r : index.overlapping(address, end)) {
                 if (r.isLive() && r.isRemote() && r.start == address && r.end == end
-                        && Access.includes(access, r.access)) {
+                        && Access.includes(access, r.access) && r.owner() == null) {
                     supersedes.add(r);
                 }
             }
@@ -44,7 +52,7 @@ final class MissPlanner {
         while (grew) { // a merge may widen the range onto more regions
             grew = false;
             for (Region r : index.overlapping(Math.max(0, from - reach), to + reach)) {
-                if (!r.isLive() || supersedes.contains(r) || (r.isRemote() && !widenRemote)) {
+                if (!r.isLive() || supersedes.contains(r) || (r.isRemote() && !widenRemote) || r.owner() != null) {
                     continue;
                 }
                 boolean covers = r.start <= address && r.end >= end; // [ ( ) ]: lacks rights, else it hit

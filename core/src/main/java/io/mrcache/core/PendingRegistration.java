@@ -37,12 +37,21 @@ final class PendingRegistration {
      */
     private @Nullable CompletableFuture<Void> settled;
 
+    /** The owner the registration is made for (owner-bound acquisition; held strongly while in flight), or null. */
+    final @Nullable Object owner;
+
     PendingRegistration(long start, long end, int access, List<Region> supersedes, boolean upgrade) {
+        this(start, end, access, supersedes, upgrade, null);
+    }
+
+    PendingRegistration(long start, long end, int access, List<Region> supersedes, boolean upgrade,
+            @Nullable Object owner) {
         this.start = start;
         this.end = end;
         this.access = access;
         this.supersedes = supersedes;
         this.upgrade = upgrade;
+        this.owner = owner;
     }
 
     boolean overlaps(long from, long to) {
@@ -50,7 +59,12 @@ final class PendingRegistration {
     }
 
     boolean serves(long from, long to, int requested, boolean widenRemote) {
-        return from >= start && to <= end && Region.grants(access, requested, widenRemote);
+        return serves(from, to, requested, widenRemote, null);
+    }
+
+    /** Whether the result will serve a request of {@code requester} (the same owner object, or both address-keyed). */
+    boolean serves(long from, long to, int requested, boolean widenRemote, @Nullable Object requester) {
+        return from >= start && to <= end && Region.grants(access, requested, widenRemote) && owner == requester;
     }
 
     /** Whether the plan is wider, in range or rights, than {@code [from, to)} with {@code rights}. */

@@ -109,8 +109,14 @@ final class Region {
     final long protectionDomain;
     final long handle;
     final @Nullable Object attachment;
-    /** log2 of the cache's alignment: {@link #pinnedBytes()} is the range widened to it. */
-    private final byte alignShift;
+    /**
+     * log2 of the cache's pinning unit ({@link #pinnedBytes()} is the range widened to it) in the low six bits,
+     * and {@link #OWNED} when the region was registered for an owner (owner-bound acquisition): a byte, so that
+     * an address-keyed hit tells an owned region without another field or a second object.
+     */
+    private final byte shape;
+    private static final int OWNED = 0x80;
+    private static final int SHIFT_MASK = 0x3F;
     /**
      * The outcome of the next deregistration attempt: completes normally when the keys are dead, exceptionally
      * when that attempt failed (a fresh one then stands for the retry). Made only when someone waits for it (an
@@ -174,6 +180,15 @@ final class Region {
      * slot), made by a thread on {@code stripe}.
      */
     Region(Registration registration, long alignment, long initialLeases, int stripe) {
+        this(registration, alignment, initialLeases, stripe, null);
+    }
+
+    /**
+     * {@link #Region(Registration, long, long, int)} for a registration made for {@code owner} (an arena's scope, a
+     * direct buffer), which the region references weakly: it serves only requests of that same owner, and once the
+     * owner is collected the {@link OwnerReaper} retires it. Null: an address-keyed region.
+     */
+    Region(Registration registration, long alignment, long initialLeases, int stripe, @Nullable OwnerRef owner) {
         this.start = registration.address();
         this.end = registration.end();
         this.access = registration.access();
@@ -182,7 +197,11 @@ final class Region {
         this.protectionDomain = registration.protectionDomain();
         this.handle = registration.handle();
         this.attachment = registration.attachment();
-        this.alignShift = (byte) Long.numberOfTrailingZeros(AddressRange.checkedAlignment(alignment));
+        this.shape = (byte) (Long.numberOfTrailingZeros(AddressRange.checkedAlignment(alignment))
+                | (owner != null ? OWNED : 0));
+        if (owner != null) {
+            this.rare = new RareCounts(owner); // owned regions keep their owner where the rare counts live
+        }
         this.baseStripe = (byte) stripe;
         this.hash = hashOf(start, end, access, lkey, rkey, handle);
         this.base = initialLeases; // leases are the word's low half; every field is final or volatile: safe to
@@ -666,7 +685,7 @@ final class Region {
 
     /** Bytes the registrar pinned: the range widened to the cache's alignment (whole pages). */
     long pinnedBytes() {
-        return AddressRange.alignedSpan(start, end, 1L << alignShift);
+        return AddressRange.alignedSpan(start, end, 1L << (shape & SHIFT_MASK));
     }
 
     private RareCounts rareCounts() {
@@ -681,6 +700,17 @@ final class Region {
 
     /** See {@link #rare}. */
     private static final class RareCounts {
+        /** The owner of an owned region (set at construction, so before the region is published), else null. */
+        final @Nullable OwnerRef owner;
+
+        RareCounts() {
+            this(null);
+        }
+
+        RareCounts(@Nullable OwnerRef owner) {
+            this.owner = owner;
+        }
+
         /** Hits moved out of the lease words before they could wrap (see {@link #HARVEST_AT}). */
         final AtomicLong harvestedHits = new AtomicLong();
         /** Written under the cache's lock ({@link #startRetry}). */
@@ -689,6 +719,26 @@ final class Region {
 
     boolean isRemote() {
         return Access.isRemote(access);
+    }
+
+    /**
+     * Whether this region serves requests of {@code requester}: an address-keyed region (no owner) serves only
+     * address-keyed requests ({@code requester} null); an owned one only requests of that same owner object, while
+     * the region references it. A requester holds its owner strongly, so a match proves the owner was not
+     * collected: the memory the region was registered on is still the owner's (see docs/SAFETY-MODEL.md, F1).
+     */
+    boolean ownedBy(@Nullable Object requester) {
+        if ((shape & OWNED) == 0) {
+            return requester == null;
+        }
+        RareCounts rc = rare; // never null for an owned region: set in the constructor
+        return requester != null && rc != null && rc.owner != null && rc.owner.get() == requester;
+    }
+
+    /** The owner reference of an owned region, or null for an address-keyed one. */
+    @Nullable OwnerRef owner() {
+        RareCounts rc = rare;
+        return (shape & OWNED) == 0 || rc == null ? null : rc.owner;
     }
 
     /** Whether this region covers {@code [from, to)} with rights that serve {@code requested} (I6). */

@@ -120,9 +120,14 @@ final class RegionIndex {
 
     /** A live region serving the request, or null. Allocation-free. */
     @Nullable Region findServing(long from, long to, int access, boolean widenRemote) {
-        Region old = root != null ? root.find(from, to, access, widenRemote, true) : null;
+        return findServing(from, to, access, widenRemote, null);
+    }
+
+    /** A live region serving the request of {@code owner} (null: address-keyed), or null. Allocation-free. */
+    @Nullable Region findServing(long from, long to, int access, boolean widenRemote, @Nullable Object owner) {
+        Region old = root != null ? root.find(from, to, access, widenRemote, true, owner) : null;
         Region recent = young != null && youngSpans(from, to)
-                ? youngServing(young, from, to, access, widenRemote, true) : null;
+                ? youngServing(young, from, to, access, widenRemote, true, owner) : null;
         return later(old, recent);
     }
 
@@ -137,10 +142,17 @@ final class RegionIndex {
      * write) to the compare-and-set that follows, which fails on a retired region anyway.
      */
     @Nullable Region findServingUnchecked(long from, long to, int access, boolean widenRemote) {
+        return findServingUnchecked(from, to, access, widenRemote, null);
+    }
+
+    /** {@link #findServingUnchecked(long, long, int, boolean)} for a request of {@code owner} (null: address-keyed). */
+    @Nullable Region findServingUnchecked(long from, long to, int access, boolean widenRemote,
+            @Nullable Object owner) {
         Region recent = young != null && youngSpans(from, to)
-                ? youngServing(young, from, to, access, widenRemote, false) : null;
+                ? youngServing(young, from, to, access, widenRemote, false, owner) : null;
         Node top = root;
-        return top == null ? recent : later(treeServingUnchecked(top, from, to, access, widenRemote), recent);
+        return top == null ? recent
+                : later(treeServingUnchecked(top, from, to, access, widenRemote, owner), recent);
     }
 
     /**
@@ -148,7 +160,7 @@ final class RegionIndex {
      * that fails and an earlier subtree can still reach {@code to} does it search the tree.
      */
     private static @Nullable Region treeServingUnchecked(Node top, long from, long to, int access,
-            boolean widenRemote) {
+            boolean widenRemote, @Nullable Object owner) {
         Node n = top;
         boolean earlierMayServe = false;
         while (!n.isLeaf) {
@@ -161,11 +173,12 @@ final class RegionIndex {
         }
         for (int i = lastAtOrBefore(n.starts, from); i >= 0 && n.maxEnds[i] >= to; i--) {
             Region r = n.regions[i];
-            if (n.ends[i] >= to && Region.grants(r.access, access, widenRemote)) { // the lease reads r next anyway
+            if (n.ends[i] >= to && Region.grants(r.access, access, widenRemote) // the lease reads r next anyway
+                    && r.ownedBy(owner)) {
                 return r;
             }
         }
-        return earlierMayServe ? top.find(from, to, access, widenRemote, false) : null;
+        return earlierMayServe ? top.find(from, to, access, widenRemote, false, owner) : null;
     }
 
     /** Whether any region overlaps {@code [from, to)}. Allocation-free: the free hooks' fast path. */
@@ -264,10 +277,10 @@ final class RegionIndex {
 
     /** The young region with the latest start serving the request (live only when {@code checkLive}). */
     private static @Nullable Region youngServing(Region[] young, long from, long to, int access,
-            boolean widenRemote, boolean checkLive) {
+            boolean widenRemote, boolean checkLive, @Nullable Object owner) {
         for (int i = young.length - 1; i >= 0; i--) { // latest start first, the newer of equal starts first
             Region r = young[i];
-            if (r.serves(from, to, access, widenRemote) && (!checkLive || r.isLive())) {
+            if (r.serves(from, to, access, widenRemote) && r.ownedBy(owner) && (!checkLive || r.isLive())) {
                 return r;
             }
         }
@@ -472,17 +485,18 @@ final class RegionIndex {
         }
 
         /** The region with the latest start serving the request (live only when {@code checkLive}). */
-        @Nullable Region find(long from, long to, int access, boolean widenRemote, boolean checkLive) {
+        @Nullable Region find(long from, long to, int access, boolean widenRemote, boolean checkLive,
+                @Nullable Object owner) {
             for (int i = lastAtOrBefore(starts, from); i >= 0 && maxEnds[i] >= to; i--) {
                 if (ends[i] < to) {
                     continue;
                 }
                 if (!isLeaf) {
-                    Region r = children[i].find(from, to, access, widenRemote, checkLive);
+                    Region r = children[i].find(from, to, access, widenRemote, checkLive, owner);
                     if (r != null) {
                         return r;
                     }
-                } else if (Region.grants(regions[i].access, access, widenRemote)
+                } else if (Region.grants(regions[i].access, access, widenRemote) && regions[i].ownedBy(owner)
                         && (!checkLive || regions[i].isLive())) {
                     return regions[i];
                 }

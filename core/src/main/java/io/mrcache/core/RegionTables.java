@@ -61,13 +61,13 @@ final class RegionTables {
     // ------------------------------------------------------------------ lock-free reads
 
     /** The region the front table remembers for the request, if it may serve it (the lease attempt decides). */
-    @Nullable Region hint(long from, long to, int access) {
-        return front.find(from, to, access, widenRemote);
+    @Nullable Region hint(long from, long to, int access, @Nullable Object owner) {
+        return front.find(from, to, access, widenRemote, owner);
     }
 
     /** A published region that may serve the request, from the index as it is now; remembered as a hint. */
-    @Nullable Region findPublished(long from, long to, int access) {
-        Region r = index.findServingUnchecked(from, to, access, widenRemote);
+    @Nullable Region findPublished(long from, long to, int access, @Nullable Object owner) {
+        Region r = index.findServingUnchecked(from, to, access, widenRemote, owner);
         if (r != null) {
             front.remember(from, r);
         }
@@ -105,15 +105,15 @@ final class RegionTables {
 
     /** The published region that serves the request, as the lock holder sees the index. */
     @GuardedBy("lock")
-    @Nullable Region findServing(long from, long to, int access) {
-        return index.findServing(from, to, access, widenRemote);
+    @Nullable Region findServing(long from, long to, int access, @Nullable Object owner) {
+        return index.findServing(from, to, access, widenRemote, owner);
     }
 
     /** An in-flight registration that will serve the request and is not doomed, or null. */
     @GuardedBy("lock")
-    @Nullable PendingRegistration findPending(long from, long to, int access) {
+    @Nullable PendingRegistration findPending(long from, long to, int access, @Nullable Object owner) {
         for (PendingRegistration p : pending) {
-            if (!p.doomed && p.serves(from, to, access, widenRemote)) {
+            if (!p.doomed && p.serves(from, to, access, widenRemote, owner)) {
                 return p;
             }
         }
@@ -186,6 +186,14 @@ final class RegionTables {
     @GuardedBy("lock")
     Unlinked unlinkOverlapping(long from, long to) {
         List<Region> gone = index.overlapping(from, to);
+        unlink(gone);
+        return new Unlinked(gone, retire(gone));
+    }
+
+    /** Unlinks and retires those of {@code regions} still published (their owner is gone). */
+    @GuardedBy("lock")
+    Unlinked unlinkRegions(List<Region> regions) {
+        List<Region> gone = stillPublished(regions);
         unlink(gone);
         return new Unlinked(gone, retire(gone));
     }

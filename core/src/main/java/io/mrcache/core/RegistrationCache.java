@@ -2,6 +2,9 @@ package io.mrcache.core;
 
 import io.mrcache.core.events.InvalidationEvent;
 import io.mrcache.core.events.RegistrationEvent;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.time.Duration;
@@ -230,19 +233,81 @@ public final class RegistrationCache implements AutoCloseable {
      *                                  ENOMEM recovery failed); whatever else the registrar throws, as it is
      */
     public Lease acquire(long address, long length, int access) {
+        return acquireFor(address, length, access, null);
+    }
+
+    /**
+     * Owner-bound acquisition: a lease on the native memory of {@code segment} (of any arena), with no free hook
+     * needed. The registration is made for the segment's arena scope and serves only segments of that same scope
+     * (every segment of one arena shares it): a registration made while one arena held the memory is never served
+     * to another arena's segment at the same addresses, even with no {@link #invalidate} call in between (its
+     * arena closed, or collected, and the allocator gave the same bytes to another). The lease holds the scope
+     * strongly, so the GC frees no memory under a lease; once the scope is collected or closed, its regions are
+     * deregistered with no call from the user (metric {@link CacheCounter#OWNERS_GONE}). A hit is lock-free and
+     * allocation-free, as {@link #acquire(long, long, int)}'s.
+     *
+     * <p>Closing an arena while a lease on its memory is held frees memory a NIC may still use: the cache cannot
+     * stop that (no public API keeps an arena open); it only never serves that registration again. A segment of
+     * the global scope ({@code Arena.global()}, {@code MemorySegment.ofAddress}) is memory the JVM never frees: if
+     * it wraps memory a native allocator frees, announce those frees with {@link #invalidate}.
+     *
+     * @throws IllegalArgumentException on a heap segment (the GC moves heap arrays), an empty segment, or bad
+     *                                  access bits
+     * @throws IllegalStateException    when the segment's arena is closed, or the cache is
+     */
+    public Lease acquire(MemorySegment segment, int access) {
+        if (!segment.isNative()) {
+            throw new IllegalArgumentException("acquire(" + segment + "): a heap segment cannot be registered (the GC"
+                    + " moves heap arrays); allocate it from an Arena, or use a direct ByteBuffer");
+        }
+        MemorySegment.Scope scope = segment.scope();
+        if (!scope.isAlive()) {
+            throw new IllegalStateException("acquire(" + segment + "): the segment's arena is closed; its memory may"
+                    + " belong to someone else now");
+        }
+        return acquireFor(segment.address(), segment.byteSize(), access,
+                CacheFault.IGNORE_OWNER.in(faults) ? null : scope);
+    }
+
+    /**
+     * Owner-bound acquisition of a direct buffer's bytes between its position and limit, as
+     * {@link #acquire(MemorySegment, int)}: the owner is the buffer object itself (keep it; a slice or duplicate is
+     * another owner, so its first acquire is a miss), held strongly by the lease. Reachability proves liveness only
+     * for memory the JVM frees: a buffer from {@code ByteBuffer.allocateDirect} or from an arena's segment. A
+     * buffer wrapping memory that native code frees explicitly ({@code JNI NewDirectByteBuffer}, Netty's
+     * no-cleaner buffers, a global segment's {@code asByteBuffer()}) is not protected: announce its frees with
+     * {@link #invalidate}.
+     *
+     * @throws IllegalArgumentException on a heap buffer, no bytes remaining, or bad access bits
+     * @throws IllegalStateException    when the buffer's arena is closed, or the cache is
+     */
+    public Lease acquire(ByteBuffer buffer, int access) {
+        if (!buffer.isDirect()) {
+            throw new IllegalArgumentException("acquire(" + buffer + "): a heap ByteBuffer cannot be registered (the"
+                    + " GC moves heap arrays); use ByteBuffer.allocateDirect or a segment's asByteBuffer()");
+        }
+        MemorySegment bytes = MemorySegment.ofBuffer(buffer);
+        if (!bytes.scope().isAlive()) {
+            throw new IllegalStateException("acquire(" + buffer + "): the buffer's arena is closed");
+        }
+        return acquireFor(bytes.address(), bytes.byteSize(), access, CacheFault.IGNORE_OWNER.in(faults) ? null : buffer);
+    }
+
+    /** Both acquires: {@code owner} null for the address-keyed one. */
+    private Lease acquireFor(long address, long length, int access, @Nullable Object owner) {
         long end = AddressRange.checkedEnd("acquire", address, length);
         Access.validate(access);
         int stripe = Region.stripe();
-        Region r = tables.hint(address, end, access);
+        Region r = tables.hint(address, end, access, owner);
         int slot = r == null ? Region.NOT_RETAINED : retainHit(r, stripe);
         if (r == null || slot < 0) {
-            Retained got = acquireBehindFront(address, end, access, stripe);
+            Retained got = acquireBehindFront(address, end, access, stripe, owner);
             r = got.region();
             slot = got.slot();
         }
         // the one allocation site: when the caller keeps the lease local, C2 can scalar-replace it
-        return leakDetector == null || !leakDetector.track() ? new Lease(this, r, slot, address, length, null)
-                : trackedLease(leakDetector, r, slot, address, length);
+        return leakDetector == null || !leakDetector.track() ? new Lease(this, r, slot, address, length, null, owner)
+                : trackedLease(leakDetector, r, slot, address, length, owner);
     }
 
     /**
@@ -250,13 +315,16 @@ public final class RegistrationCache implements AutoCloseable {
      * walk inlined, {@link #acquire} compiled too big to be inlined into its callers, and then the lease could
      * no longer be scalar-replaced.
      */
-    private Retained acquireBehindFront(long address, long end, int access, int stripe) {
-        Region r = tables.findPublished(address, end, access);
+    private Retained acquireBehindFront(long address, long end, int access, int stripe, @Nullable Object owner) {
+        Region r = tables.findPublished(address, end, access, owner);
         int slot = r == null ? Region.NOT_RETAINED : retainHit(r, stripe);
         if (r != null && slot >= 0) {
             return new Retained(r, slot);
         }
-        Retained got = acquireSlow(address, end, access, stripe);
+        if (owner != null) {
+            retireOwnersGone(address, end); // a stale region at these addresses leaves before this one is made
+        }
+        Retained got = acquireSlow(address, end, access, stripe, owner);
         tables.remember(address, got.region());
         return got;
     }
@@ -279,7 +347,7 @@ public final class RegistrationCache implements AutoCloseable {
     }
 
     /** The miss path; returns the region with one lease taken for the caller, and that lease's slot. */
-    private Retained acquireSlow(long address, long end, int access, int stripe) {
+    private Retained acquireSlow(long address, long end, int access, int stripe, @Nullable Object owner) {
         for (;;) {
             eviction.drainEvicted();
             PendingRegistration p;
@@ -294,18 +362,19 @@ public final class RegistrationCache implements AutoCloseable {
                 // Under the lock a region in the index is live, being evicted, or evicted (RETIRED and CLAIMED at
                 // once): retirement by an invalidation, a merge or close unlinks in the same hold of the lock. So a
                 // back-off here never wins a deregistration, unlike one on the lock-free paths (retainHit).
-                Region hit = tables.findServing(address, end, access);
+                Region hit = tables.findServing(address, end, access, owner);
                 if (hit != null) {
                     int retained = hit.tryRetainHit(stripe);
                     if (retained >= 0) {
                         return new Retained(hit, retained);
                     }
                 }
-                p = tables.findPending(address, end, access);
+                p = tables.findPending(address, end, access, owner);
                 if (p != null) {
                     joined = p.outcomeForJoiner();
                 } else {
-                    p = planner.plan(tables.published(), address, end, access);
+                    p = owner != null ? planner.planOwned(address, end, access, owner)
+                            : planner.plan(tables.published(), address, end, access);
                     tables.addPending(p);
                     metrics.countUnderLock(CacheCounter.MISSES, 1);
                 }
@@ -317,7 +386,7 @@ public final class RegistrationCache implements AutoCloseable {
                 Region published = registerAndPublish(p, address, end, access, stripe);
                 r = published == null ? null : new Retained(published, Region.BASE_SLOT); // the owner's lease
             } else {
-                r = joinInFlight(joined, address, end, access, stripe);
+                r = joinInFlight(joined, address, end, access, stripe, owner);
             }
             if (r != null) {
                 return r;
@@ -327,10 +396,10 @@ public final class RegistrationCache implements AutoCloseable {
 
     /** Waits for another thread's registration; the region with a lease for us, or null to retry. */
     private @Nullable Retained joinInFlight(CompletableFuture<Region> outcome, long address, long end, int access,
-            int stripe) {
+            int stripe, @Nullable Object owner) {
         metrics.increment(CacheCounter.SINGLE_FLIGHT_JOINS);
         Region r = PendingRegistration.await(outcome); // rethrows the owner's failure itself
-        if (r == null || !r.serves(address, end, access, widenRemote)) {
+        if (r == null || !r.serves(address, end, access, widenRemote) || !r.ownedBy(owner)) {
             return null; // discarded, or the owner fell back to a range or rights that do not cover ours
         }
         Region.raceWindowsForTest.beforeJoinerLease(r);
@@ -401,7 +470,12 @@ public final class RegistrationCache implements AutoCloseable {
      */
     private @Nullable Region publishOrDiscard(PendingRegistration p, Registration reg, long pinned,
             long registrationNanos, RegistrationEvent event, long address, long end, int access, int stripe) {
-        Region region = new Region(reg, pinUnit, 1, stripe); // the caller's lease, in the region's base word
+        OwnerRef ownerRef = p.owner == null ? null : new OwnerRef(p.owner, this);
+        Region region = new Region(reg, pinUnit, 1, stripe, ownerRef); // the caller's lease, in its base word
+        if (ownerRef != null) {
+            ownerRef.bind(region);
+            OwnerReaper.watch(this);
+        }
         String wrong = recovery.wrongResult(p, address, end, access, reg);
         // the policy learns of the change before the lock, so that Caffeine's put and its maintenance never hold
         // the lock up; its victims still leave in this publication's index copy (or this hold, if discarded)
@@ -502,9 +576,10 @@ public final class RegistrationCache implements AutoCloseable {
         deregistrar.deregister(r);
     }
 
-    private Lease trackedLease(LeakDetector detector, Region r, int slot, long address, long length) {
+    private Lease trackedLease(LeakDetector detector, Region r, int slot, long address, long length,
+            @Nullable Object owner) {
         LeakDetector.Tracker tracker = detector.newTracker(address, length, r.access);
-        Lease lease = new Lease(this, r, slot, address, length, tracker);
+        Lease lease = new Lease(this, r, slot, address, length, tracker, owner);
         tracker.watch(lease);
         return lease;
     }
@@ -578,6 +653,58 @@ public final class RegistrationCache implements AutoCloseable {
             return Stages.DONE;
         }
         return Stages.allDeregistered(() -> "invalidate " + AddressRange.describe(address, end), waits);
+    }
+
+    // ------------------------------------------------------------------ owners gone
+
+    /**
+     * Retires owned regions whose owner was collected or closed, as an invalidation retires them: unlinked now,
+     * deregistered once unleased. Called by the {@link OwnerReaper} and by an owner-bound miss.
+     */
+    void ownersGone(List<Region> regions) {
+        if (regions.isEmpty()) {
+            return;
+        }
+        RegionTables.Unlinked unlinked;
+        tables.lock.lock();
+        try {
+            tables.dropDeregistered();
+            unlinked = tables.unlinkRegions(regions);
+            metrics.countUnderLock(CacheCounter.OWNERS_GONE, unlinked.gone().size());
+        } finally {
+            tables.lock.unlock();
+        }
+        eviction.unlinked(unlinked.gone());
+        deregistrar.deregisterAll(unlinked.idle());
+    }
+
+    /** Retires the owned regions overlapping {@code [address, end)} whose owner is gone. Lock-free when none is. */
+    private void retireOwnersGone(long address, long end) {
+        List<Region> gone = null;
+        for (Region r : tables.published().overlapping(address, end)) {
+            OwnerRef o = r.owner();
+            if (o != null && !o.ownerAlive()) {
+                (gone == null ? gone = new ArrayList<>(2) : gone).add(r);
+            }
+        }
+        if (gone != null) {
+            ownersGone(gone);
+        }
+    }
+
+    /** For the {@link OwnerReaper}'s scan: retires owned regions whose arena was closed (nothing enqueues those). */
+    void reapClosedOwners() {
+        if (closing.isClosed()) {
+            return;
+        }
+        List<Region> gone = new ArrayList<>();
+        for (Region r : tables.published().all()) {
+            OwnerRef o = r.owner();
+            if (o != null && !o.ownerAlive()) {
+                gone.add(r);
+            }
+        }
+        ownersGone(gone);
     }
 
     /** For the eviction policy: unlinks the evicted regions still published (they are retired already). */

@@ -143,10 +143,10 @@ class FrontTableTest extends CacheTestSupport {
         } finally {
             tables.lock.unlock();
         }
-        assertNull(tables.hint(BASE, BASE + PAGE, LOCAL_WRITE), "nothing remembered yet");
-        assertSame(r, tables.findPublished(BASE, BASE + PAGE, LOCAL_WRITE));
-        assertSame(r, tables.hint(BASE, BASE + PAGE, LOCAL_WRITE), "remembered: the next request skips the index");
-        assertNull(tables.findPublished(BASE, BASE + 2 * PAGE, LOCAL_WRITE), "nothing published serves that");
-        assertSame(r, tables.hint(BASE, BASE + PAGE, LOCAL_WRITE), "a request the index could not serve keeps the hint");
+        assertNull(tables.hint(BASE, BASE + PAGE, LOCAL_WRITE, null), "nothing remembered yet");
+        assertSame(r, tables.findPublished(BASE, BASE + PAGE, LOCAL_WRITE, null));
+        assertSame(r, tables.hint(BASE, BASE + PAGE, LOCAL_WRITE, null), "remembered: the next request skips the index");
+        assertNull(tables.findPublished(BASE, BASE + 2 * PAGE, LOCAL_WRITE, null), "nothing published serves that");
+        assertSame(r, tables.hint(BASE, BASE + PAGE, LOCAL_WRITE, null), "a request the index could not serve keeps the hint");
     }
 }
