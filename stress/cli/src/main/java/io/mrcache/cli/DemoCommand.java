@@ -38,7 +38,8 @@ import picocli.CommandLine;
             "into them through the cached keys, and ground truth counts every write that went astray."},
         exitCodeListHeading = "%nExit status:%n",
         exitCodeList = {"0:mrcache showed no stale write, no corrupted buffer and no leak",
-            "1:mrcache showed a stale write, a corrupted buffer or a leak (the seed is printed)",
+            "1:mrcache showed a stale write, a corrupted buffer or a leak (the seed is printed); with --frees gc,"
+                    + " owner-bound mrcache served a stale registration",
             "2:invalid options",
             "3:--transport ucx: the peer was lost (it died or disconnected); the table shows the columns that ran,"
                     + " which one ended early and why"})
@@ -75,6 +76,13 @@ final class DemoCommand implements Callable<Integer> {
                     + " operations (default 20000), and --threads and --faults do not apply.")
     String transport;
 
+    @Option(names = "--frees", defaultValue = "hooks", paramLabel = "hooks|gc",
+            description = "hooks (default): the allocator calls the free hook. gc: buffers the JVM frees (auto-arena"
+                    + " segments, direct buffers) with no free hook, through the naive cache, the address-keyed API"
+                    + " and the owner-bound API; --ops then counts buffers (default 50000), and --threads and --faults"
+                    + " do not apply.")
+    String frees;
+
     @Option(names = "--listen", paramLabel = "PORT", description = "With --transport ucx: listen on PORT (all"
             + " interfaces) for a peer started by hand, './mrcache ucx-peer --connect HOST:PORT', instead of starting"
             + " one on this machine.")
@@ -82,6 +90,8 @@ final class DemoCommand implements Callable<Integer> {
 
     /** Operations per column of the ucx demo when --ops is not given. */
     static final long UCX_DEFAULT_OPS = 20_000;
+    /** Buffers per column of the GC demo when --ops is not given. */
+    static final long GC_DEFAULT_OPS = 50_000;
 
     static final class FaultNames extends ArrayList<String> {
         FaultNames() {
@@ -96,6 +106,19 @@ final class DemoCommand implements Callable<Integer> {
         if (!transport.equals("injector") && !transport.equals("ucx")) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--transport " + transport
                     + ": give 'injector' (the fault injector, the default) or 'ucx' (two JVMs over UCX)");
+        }
+        if (!frees.equals("hooks") && !frees.equals("gc")) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--frees " + frees
+                    + ": give 'hooks' (the allocator's free hook, the default) or 'gc' (the JVM frees, no hook)");
+        }
+        if (frees.equals("gc")) {
+            if (transport.equals("ucx") || listen != null) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--frees gc runs on the injector alone:"
+                        + " leave out --transport ucx and --listen");
+            }
+            long buffers = spec.commandLine().getParseResult().hasMatchedOption("--ops") ? ops : GC_DEFAULT_OPS;
+            Options.positive(spec, "--ops", buffers);
+            return GcDemo.run(buffers, seed != null ? seed : new java.util.Random().nextLong(), json);
         }
         if (transport.equals("ucx")) {
             boolean opsGiven = spec.commandLine().getParseResult().hasMatchedOption("--ops");

@@ -168,6 +168,8 @@ class MainTest {
             {"--svg /nonexistent-dir/x.svg", "cannot write", "cost", "--what-if", "--svg", "/nonexistent-dir/x.svg"},
             {"--seed", "0x followed by", "demo", "--seed", "0xZZ"},
             {"--transport tcp", "'ucx'", "demo", "--transport", "tcp"},
+            {"--frees malloc", "'gc'", "demo", "--frees", "malloc"},
+            {"--frees gc", "leave out --transport ucx", "demo", "--frees", "gc", "--transport", "ucx"},
             {"--listen 7000", "only with --transport ucx", "demo", "--listen", "7000"},
             {"--listen 0", "1..65535", "demo", "--transport", "ucx", "--listen", "0"},
             {"--connect nohost", "HOST:PORT", "ucx-peer", "--connect", "nohost"},
@@ -179,6 +181,20 @@ class MainTest {
             assertTrue(r[2].contains(c[0]) && r[2].contains(c[1]), String.join(" ", args) + " -> " + r[2]);
             assertFalse(r[2].contains("\tat "), "no stack trace: " + r[2]);
         }
+    }
+
+    /** GC-freed buffers: the naive cache and the address-keyed API serve stale registrations, owner-bound none. */
+    @Test
+    void demoWithGcFreesCatchesTheNaiveAndAddressKeyedCachesAndNotOwnerBound() {
+        String[] r = capture("demo", "--frees", "gc", "--ops", "6000", "--seed", "5", "--json");
+        assertEquals("0", r[0], r[1] + r[2]);
+        com.google.gson.JsonObject o = com.google.gson.JsonParser.parseString(r[1].trim()).getAsJsonObject();
+        assertEquals("safe", o.get("judged").getAsString());
+        var columns = o.getAsJsonArray("columns");
+        assertTrue(columns.get(0).getAsJsonObject().get("staleHits").getAsLong() > 0, columns.toString());
+        assertTrue(columns.get(1).getAsJsonObject().get("staleHits").getAsLong() > 0, columns.toString());
+        assertEquals(0, columns.get(2).getAsJsonObject().get("staleHits").getAsLong(), columns.toString());
+        assertTrue(o.getAsJsonObject("collectedToDeregisteredMicros").get("count").getAsLong() > 0, r[1]);
     }
 
     /** Two JVMs over UCX: the naive cache corrupts the owner's memory, mrcache does not, in one JSON line. */
