@@ -84,6 +84,14 @@ import org.jspecify.annotations.Nullable;
  * other invalidations of the range wait on the region's outcome as usual. The protocol is
  * drawn in {@link Region}'s comment; the jcstress races exercise each side of it.
  *
+ * <p>Owner-bound regions. A region registered through {@link #acquire(MemorySegment, int)} or
+ * {@link #acquire(ByteBuffer, int)} references its owner weakly ({@link OwnerRef}, kept with the rare counts) and a
+ * bit in its shape byte says so; every lookup (front table, index, in-flight entry, joiner) serves a request only
+ * from a region of the same owner object, or, for an address-keyed request, from a region with none. The requester
+ * holds its owner, so a match proves the owner was not collected; the argument is in docs/SAFETY-MODEL.md (F1).
+ * Regions of collected or closed owners leave through {@link #ownersGone}, which unlinks and retires them in one
+ * hold of the lock, as an invalidation does; the {@link OwnerReaper} thread and owner-bound misses call it.
+ *
  * <p>Free-hook fast path. {@code invalidate} of a range that nothing overlaps takes no lock and allocates
  * nothing: it reads the in-flight count, then the index, then the retiring index. Writers publish in the
  * opposite order (a published region enters the index before it leaves the in-flight count; a retired region
