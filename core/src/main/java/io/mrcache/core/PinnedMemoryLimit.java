@@ -265,17 +265,18 @@ public final class PinnedMemoryLimit {
                 }
                 othersEvicting = tenants.stream().anyMatch(u -> u.beingEvicted > 0);
                 if (fruitless >= FRUITLESS_ROUNDS || round >= MAX_ROUNDS) {
-                    long now = System.nanoTime();
-                    if (waitingSince == 0) {
-                        waitingSince = now | 1; // never 0
-                    }
-                    long left = roomWaitNanos - (now - waitingSince);
-                    if (round >= MAX_ROUNDS || left <= 0 || !roomOnItsWay(t, bytes)) {
+                    // the clock only for a request that may wait: a refusal at once reads no time
+                    long waited = round >= MAX_ROUNDS || !roomOnItsWay(t, bytes) ? -1
+                            : waitingSince == 0 ? 0 : System.nanoTime() - waitingSince;
+                    if (waited < 0 || waited >= roomWaitNanos) {
                         t.admissionsRefused++;
-                        throw new PinnedMemoryExhaustedException(exhaustedMessage(t, bytes, own, shared,
-                                now - waitingSince), t.reserved);
+                        throw new PinnedMemoryExhaustedException(exhaustedMessage(t, bytes, own, shared, waited),
+                                t.reserved);
                     }
-                    roomReturned.awaitNanos(Math.min(left, WAIT_SLICE_NANOS)); // a release wakes it early
+                    if (waitingSince == 0) {
+                        waitingSince = System.nanoTime() | 1; // never 0
+                    }
+                    roomReturned.awaitNanos(Math.min(roomWaitNanos - waited, WAIT_SLICE_NANOS)); // a release wakes it
                     fruitless = FRUITLESS_ROUNDS - 1; // one more round of room making, then wait again
                     continue;
                 }
@@ -445,11 +446,15 @@ public final class PinnedMemoryLimit {
         }
     }
 
+    // The refusal messages group digits themselves, not through the locale's formatter: the same text everywhere,
+    // and no locale data loaded in the middle of a refused registration (the model checker counted that loading
+    // as part of the operation and called it hung).
+
     /** What each tenant holds, for errors. */
     String describeHoldings() {
         lock.lock();
         try {
-            return String.format("limit %,d bytes, %,d pinned: %s", limitBytes, total, holdings());
+            return "limit " + grouped(limitBytes) + " bytes, " + grouped(total) + " pinned: " + holdings();
         } finally {
             lock.unlock();
         }
@@ -462,25 +467,41 @@ public final class PinnedMemoryLimit {
         }
         StringBuilder sb = new StringBuilder();
         for (Tenant u : tenants) {
-            sb.append(sb.isEmpty() ? "" : "; ").append(String.format("'%s' holds %,d (guarantee %,d, ceiling %,d)",
-                    u.name, u.reserved, u.guarantee, u.ceiling));
+            sb.append(sb.isEmpty() ? "" : "; ").append('\'').append(u.name).append("' holds ").append(grouped(u.reserved))
+                    .append(" (guarantee ").append(grouped(u.guarantee)).append(", ceiling ").append(grouped(u.ceiling))
+                    .append(')');
         }
         return sb.toString();
     }
 
     @GuardedBy("lock")
     private String exhaustedMessage(Tenant t, long bytes, long own, long shared, long waitedNanos) {
-        return String.format("tenant '%s' cannot register %,d more bytes: %s; no idle region %s could be evicted"
-                + " (%,d bytes short)%s. Release leases sooner, raise the limit, or lower the other tenants'"
-                + " guarantees", t.name, bytes, describeHoldingsLocked(),
-                own > 0 ? "of its own below its ceiling" : "above a guarantee", Math.max(own, shared),
-                waitedNanos <= 0 ? "" : String.format(", also after waiting %,d ms for room on its way back",
-                        waitedNanos / 1_000_000));
+        return "tenant '" + t.name + "' cannot register " + grouped(bytes) + " more bytes: " + describeHoldingsLocked()
+                + "; no idle region " + (own > 0 ? "of its own below its ceiling" : "above a guarantee")
+                + " could be evicted (" + grouped(Math.max(own, shared)) + " bytes short)"
+                + (waitedNanos <= 0 ? "" : ", also after waiting " + grouped(waitedNanos / 1_000_000)
+                        + " ms for room on its way back")
+                + ". Release leases sooner, raise the limit, or lower the other tenants' guarantees";
     }
 
     @GuardedBy("lock")
     private String describeHoldingsLocked() {
-        return String.format("the limit of %,d bytes holds %,d (%s)", limitBytes, total, holdings());
+        return "the limit of " + grouped(limitBytes) + " bytes holds " + grouped(total) + " (" + holdings() + ")";
+    }
+
+    /** {@code v} with a comma between each group of three digits, as {@code %,d} in an English locale. */
+    static String grouped(long v) {
+        String digits = Long.toString(v);
+        int sign = v < 0 ? 1 : 0;
+        StringBuilder sb = new StringBuilder(digits.length() + digits.length() / 3);
+        for (int i = 0; i < digits.length(); i++) {
+            sb.append(digits.charAt(i));
+            int left = digits.length() - 1 - i;
+            if (i >= sign && left > 0 && left % 3 == 0) {
+                sb.append(',');
+            }
+        }
+        return sb.toString();
     }
 
     @Override

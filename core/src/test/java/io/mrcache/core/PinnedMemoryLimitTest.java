@@ -533,6 +533,13 @@ class PinnedMemoryLimitTest {
     }
 
     @Test
+    void refusalsGroupDigitsAsAnEnglishLocaleDoes() {
+        for (long v : new long[] {0, 7, 999, 1000, -1000, 65_536, 1_048_576, -999_999, Long.MAX_VALUE, Long.MIN_VALUE}) {
+            assertEquals(String.format(java.util.Locale.ENGLISH, "%,d", v), PinnedMemoryLimit.grouped(v));
+        }
+    }
+
+    @Test
     void aNegativeRoomWaitIsRefused() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> new PinnedMemoryLimit(LIMIT, RoomRule.FURTHEST_ABOVE_GUARANTEE, java.time.Duration.ofMillis(-1)));
