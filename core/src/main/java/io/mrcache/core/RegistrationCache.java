@@ -268,23 +268,8 @@ public final class RegistrationCache implements AutoCloseable {
         if (!segment.isNative() || !scope.isAlive()) {
             throw unusable(segment); // the messages out of line: the cold path
         }
-        // acquireFor's lines, written here again: called from here, the JIT found acquireFor "already compiled into
-        // a big method", would not inline it, and every lease escaped (56 bytes per hit in OwnerBoundBenchmarks)
-        Object owner = CacheFault.IGNORE_OWNER.in(faults) ? null : scope;
-        long address = segment.address();
-        long length = segment.byteSize();
-        long end = AddressRange.checkedEnd("acquire", address, length);
-        Access.validate(access);
-        int stripe = Region.stripe();
-        Region r = tables.hint(address, end, access, owner);
-        int slot = r == null ? Region.NOT_RETAINED : retainHit(r, stripe);
-        if (r == null || slot < 0) {
-            Retained got = acquireBehindFront(address, end, access, stripe, owner);
-            r = got.region();
-            slot = got.slot();
-        }
-        return leakDetector == null || !leakDetector.track() ? new Lease(this, r, slot, address, length, null, owner)
-                : trackedLease(leakDetector, r, slot, address, length, owner);
+        return acquireFor(segment.address(), segment.byteSize(), access,
+                CacheFault.IGNORE_OWNER.in(faults) ? null : scope);
     }
 
     private static RuntimeException unusable(MemorySegment segment) {
@@ -321,8 +306,10 @@ public final class RegistrationCache implements AutoCloseable {
     }
 
     /**
-     * The body of the address-keyed and the buffer acquires ({@code owner} null for the address-keyed one);
-     * {@link #acquire(MemorySegment, int)} has its own copy (see there).
+     * Every acquire's body: {@code owner} null for the address-keyed one. The owner-bound hit does not stay
+     * allocation-free yet: C2 often compiles the owner-bound acquire (or this method) on its own first, then finds it
+     * "already compiled into a big method" and does not inline it into the caller, so the lease escapes (56 bytes
+     * per hit in {@code OwnerBoundBenchmarks}; docs/PERFORMANCE.md has the versions tried).
      */
     private Lease acquireFor(long address, long length, int access, @Nullable Object owner) {
         long end = AddressRange.checkedEnd("acquire", address, length);
