@@ -189,6 +189,8 @@ public final class RegistrationCache implements AutoCloseable {
 
     /** The index, the retiring index, the in-flight registrations, the front table, and the lock. */
     private final RegionTables tables;
+    /** Whether this cache asked the {@link OwnerReaper} to scan it (on its first owner-bound registration). */
+    private volatile boolean watchedByReaper;
     /** Whether the cache is closed, and the close itself. */
     private final CacheClose closing;
 
@@ -491,7 +493,10 @@ public final class RegistrationCache implements AutoCloseable {
         Region region = new Region(reg, pinUnit, 1, stripe, ownerRef); // the caller's lease, in its base word
         if (ownerRef != null) {
             ownerRef.bind(region);
-            OwnerReaper.watch(this);
+            if (!watchedByReaper) { // a race makes two calls at most; the reaper's set ignores the second
+                watchedByReaper = true;
+                OwnerReaper.watch(this);
+            }
         }
         String wrong = recovery.wrongResult(p, address, end, access, reg);
         // the policy learns of the change before the lock, so that Caffeine's put and its maintenance never hold
