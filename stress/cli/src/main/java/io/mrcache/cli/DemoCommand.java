@@ -252,11 +252,7 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     private static void row(List<InjectorReport> reports, String label, ToLongFunction<InjectorReport> value) {
-        StringBuilder sb = new StringBuilder(String.format("%-40s", "  " + label));
-        for (InjectorReport r : reports) {
-            sb.append(String.format(" %,28d", value.applyAsLong(r)));
-        }
-        System.out.println(sb);
+        Columns.row(reports, label, value, 40, 28);
     }
 
     private static void printCoverage(InjectorReport r) {

@@ -103,10 +103,6 @@ final class GcDemo {
     }
 
     private static void row(List<Report> reports, String label, ToLongFunction<Report> value) {
-        StringBuilder sb = new StringBuilder(String.format("%-50s", "  " + label));
-        for (Report r : reports) {
-            sb.append(String.format(" %,24d", value.applyAsLong(r)));
-        }
-        System.out.println(sb);
+        Columns.row(reports, label, value, 50, 24);
     }
 }

@@ -182,10 +182,6 @@ final class UcxDemo {
     }
 
     private static void row(List<TransportReport> reports, String label, ToLongFunction<TransportReport> value) {
-        StringBuilder sb = new StringBuilder(String.format("%-48s", "  " + label));
-        for (TransportReport r : reports) {
-            sb.append(String.format(" %,24d", value.applyAsLong(r)));
-        }
-        System.out.println(sb);
+        Columns.row(reports, label, value, 48, 24);
     }
 }
