@@ -252,7 +252,7 @@ public final class PinnedMemoryLimit {
         }
         int fruitless = 0;
         long waitingSince = 0; // when it began to wait for room on its way back; 0 while it has not
-        for (int round = 0;; round++) {
+        for (int round = 0;;) { // rounds of room making: a wait for room on its way back is not one
             List<Planned> plan;
             boolean othersEvicting;
             lock.lock();
@@ -294,6 +294,7 @@ public final class PinnedMemoryLimit {
             } else {
                 fruitless = makeRoom(t, plan) == 0 ? fruitless + 1 : 0;
             }
+            round++;
         }
     }
 
