@@ -253,8 +253,9 @@ public final class RegistrationCache implements AutoCloseable {
      * to another arena's segment at the same addresses, even with no {@link #invalidate} call in between (its
      * arena closed, or collected, and the allocator gave the same bytes to another). The lease holds the scope
      * strongly, so the GC frees no memory under a lease; once the scope is collected or closed, its regions are
-     * deregistered with no call from the user (metric {@link CacheCounter#OWNERS_GONE}). A hit is lock-free and
-     * allocation-free, as {@link #acquire(long, long, int)}'s.
+     * deregistered with no call from the user (metric {@link CacheCounter#OWNERS_GONE}). A hit is lock-free, as
+     * {@link #acquire(long, long, int)}'s; unlike it, it often allocates its lease (56 bytes) and costs about 1.5x
+     * (docs/PERFORMANCE.md, "Owner-bound acquisition").
      *
      * <p>Closing an arena while a lease on its memory is held frees memory a NIC may still use: the cache cannot
      * stop that (no public API keeps an arena open); it only never serves that registration again. A segment of
