@@ -284,8 +284,8 @@ public final class PinnedMemoryLimit {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 t.admissionsRefused++;
-                throw new PinnedMemoryExhaustedException(String.format("tenant '%s': interrupted while waiting for"
-                        + " room for %,d bytes (%s)", t.name, bytes, describeHoldingsLocked()), t.reserved);
+                throw new PinnedMemoryExhaustedException("tenant '" + t.name + "': interrupted while waiting for room"
+                        + " for " + grouped(bytes) + " bytes (" + describeHoldingsLocked() + ")", t.reserved);
             } finally {
                 lock.unlock();
             }

@@ -703,31 +703,26 @@ public final class RegistrationCache implements AutoCloseable {
 
     /** Retires the owned regions overlapping {@code [address, end)} whose owner is gone. Lock-free when none is. */
     private void retireOwnersGone(long address, long end) {
-        List<Region> gone = null;
-        for (Region r : tables.published().overlapping(address, end)) {
-            OwnerRef o = r.owner();
-            if (o != null && !o.ownerAlive()) {
-                (gone == null ? gone = new ArrayList<>(2) : gone).add(r);
-            }
-        }
-        if (gone != null) {
-            ownersGone(gone);
-        }
+        ownersGone(withOwnerGone(tables.published().overlapping(address, end)));
     }
 
     /** For the {@link OwnerReaper}'s scan: retires owned regions whose arena was closed (nothing enqueues those). */
     void reapClosedOwners() {
-        if (closing.isClosed()) {
-            return;
+        if (!closing.isClosed()) {
+            ownersGone(withOwnerGone(tables.published().all()));
         }
-        List<Region> gone = new ArrayList<>();
-        for (Region r : tables.published().all()) {
+    }
+
+    /** Those of {@code regions} that are owned and whose owner was collected or closed. */
+    private static List<Region> withOwnerGone(List<Region> regions) {
+        List<Region> gone = List.of();
+        for (Region r : regions) {
             OwnerRef o = r.owner();
             if (o != null && !o.ownerAlive()) {
-                gone.add(r);
+                (gone.isEmpty() ? gone = new ArrayList<>(2) : gone).add(r);
             }
         }
-        ownersGone(gone);
+        return gone;
     }
 
     /** For the eviction policy: unlinks the evicted regions still published (they are retired already). */
